@@ -1,0 +1,3 @@
+from gravimeta.cli import main
+
+main()

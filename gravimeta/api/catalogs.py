@@ -1,0 +1,74 @@
+"""/api/metalakes/{metalake}/catalogs"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint
+
+from gravimeta.api import dto, payloads
+from gravimeta.api.errors import operation
+from gravimeta.api.requests import dispatchers, flag, json_body, user
+from gravimeta.entities import Catalog
+from gravimeta.errors import GravitinoError
+
+blueprint = Blueprint("catalogs", __name__, url_prefix="/api/metalakes/<metalake>/catalogs")
+
+
+@blueprint.get("")
+@operation("catalog", "LIST")
+def list_catalogs(metalake: str) -> Any:
+    catalogs = dispatchers().catalogs.list(metalake)
+    if flag("details"):
+        return dto.ok(catalogs=[dto.catalog(c) for c in catalogs])
+    return dto.ok(identifiers=dto.identifiers([metalake], [c.name for c in catalogs]))
+
+
+@blueprint.post("")
+@operation("catalog", "CREATE")
+def create_catalog(metalake: str) -> Any:
+    body = payloads.load(payloads.CatalogCreate, json_body())
+    catalog = Catalog(
+        metalake, body["name"], body["type"].lower(), body["provider"], body["comment"], body["properties"] or {}
+    )
+    return dto.ok(catalog=dto.catalog(dispatchers().catalogs.create(catalog, user())))
+
+
+@blueprint.get("/<catalog>")
+@operation("catalog", "LOAD", "catalog")
+def load_catalog(metalake: str, catalog: str) -> Any:
+    return dto.ok(catalog=dto.catalog(dispatchers().catalogs.load(metalake, catalog)))
+
+
+@blueprint.put("/<catalog>")
+@operation("catalog", "ALTER", "catalog")
+def alter_catalog(metalake: str, catalog: str) -> Any:
+    changes = payloads.load_updates(json_body(), payloads.CATALOG_UPDATES)
+    return dto.ok(catalog=dto.catalog(dispatchers().catalogs.alter(metalake, catalog, changes, user())))
+
+
+@blueprint.patch("/<catalog>")
+@operation("catalog", "ENABLE", "catalog")
+def set_catalog_in_use(metalake: str, catalog: str) -> Any:
+    body = payloads.load(payloads.InUseRequest, json_body())
+    dispatchers().catalogs.set_in_use(metalake, catalog, body["inUse"], user())
+    return dto.ok()
+
+
+@blueprint.delete("/<catalog>")
+@operation("catalog", "DROP", "catalog")
+def drop_catalog(metalake: str, catalog: str) -> Any:
+    return dto.ok(dropped=dispatchers().catalogs.drop(metalake, catalog, force=flag("force")))
+
+
+@blueprint.post("/<catalog>/testConnection")
+@operation("catalog", "TEST", "catalog")
+def test_connection(metalake: str, catalog: str) -> Any:
+    """Like the Java server: HTTP 200 either way; a failure is an error body with a non-zero code."""
+    body = json_body(required=False)
+    try:
+        changes = payloads.load_updates(body, payloads.CATALOG_UPDATES) if body is not None else []
+        dispatchers().catalogs.test_connection(metalake, catalog, changes)
+    except GravitinoError as exc:
+        return {"code": exc.code, "type": exc.type_name, "message": exc.message, "stack": None}
+    return dto.ok()

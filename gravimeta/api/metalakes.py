@@ -1,0 +1,55 @@
+"""/api/metalakes"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint
+
+from gravimeta.api import dto, payloads
+from gravimeta.api.errors import operation
+from gravimeta.api.requests import dispatchers, flag, json_body, user
+from gravimeta.entities import Metalake
+
+blueprint = Blueprint("metalakes", __name__, url_prefix="/api/metalakes")
+
+
+@blueprint.get("")
+@operation("metalake", "LIST")
+def list_metalakes() -> Any:
+    return dto.ok(metalakes=[dto.metalake(m) for m in dispatchers().metalakes.list()])
+
+
+@blueprint.post("")
+@operation("metalake", "CREATE")
+def create_metalake() -> Any:
+    body = payloads.load(payloads.MetalakeCreate, json_body())
+    metalake = Metalake(body["name"], body["comment"], body["properties"] or {})
+    return dto.ok(metalake=dto.metalake(dispatchers().metalakes.create(metalake, user())))
+
+
+@blueprint.get("/<metalake>")
+@operation("metalake", "LOAD", "metalake")
+def load_metalake(metalake: str) -> Any:
+    return dto.ok(metalake=dto.metalake(dispatchers().metalakes.load(metalake)))
+
+
+@blueprint.put("/<metalake>")
+@operation("metalake", "ALTER", "metalake")
+def alter_metalake(metalake: str) -> Any:
+    changes = payloads.load_updates(json_body(), payloads.METALAKE_UPDATES)
+    return dto.ok(metalake=dto.metalake(dispatchers().metalakes.alter(metalake, changes, user())))
+
+
+@blueprint.patch("/<metalake>")
+@operation("metalake", "ENABLE", "metalake")
+def set_metalake_in_use(metalake: str) -> Any:
+    body = payloads.load(payloads.InUseRequest, json_body())
+    dispatchers().metalakes.set_in_use(metalake, body["inUse"], user())
+    return dto.ok()
+
+
+@blueprint.delete("/<metalake>")
+@operation("metalake", "DROP", "metalake")
+def drop_metalake(metalake: str) -> Any:
+    return dto.ok(dropped=dispatchers().metalakes.drop(metalake, force=flag("force")))

@@ -1,0 +1,314 @@
+"""Marshmallow schemas for every request body. Loading returns plain dicts in wire form; any
+problem becomes IllegalArgument (HTTP 400, code 1001) with a message naming the field."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate, validates_schema
+
+from gravimeta.errors import IllegalArgument
+from gravimeta.types import TypeError_, normalize_type, validate_expression
+
+NAME_MAX = 128
+_BAD_NAME = re.compile(r"[/\x00-\x1f\x7f]")
+
+
+def validate_name(value: str, what: str = "name") -> str:
+    """Gravitino names: not blank, at most 128 characters, no '/' (it cannot be addressed in a URL)
+    and no control characters."""
+    if not isinstance(value, str) or not value.strip():
+        raise IllegalArgument(f"{what} must not be blank")
+    if len(value) > NAME_MAX:
+        raise IllegalArgument(f"{what} is {len(value)} characters long; the limit is {NAME_MAX}")
+    if _BAD_NAME.search(value):
+        raise IllegalArgument(f"{what} {value!r} contains '/' or a control character")
+    return value
+
+
+class Name(fields.String):
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        text = super()._deserialize(value, attr, data, **kwargs)
+        try:
+            return validate_name(text)
+        except IllegalArgument as exc:
+            raise ValidationError(exc.message) from None
+
+
+class TypeField(fields.Field):
+    """A Gravitino type JSON, normalised."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
+        try:
+            return normalize_type(value, attr or "type")
+        except TypeError_ as exc:
+            raise ValidationError(str(exc)) from None
+
+
+class ExpressionField(fields.Field):
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
+        try:
+            return validate_expression(value, attr or "expression")
+        except TypeError_ as exc:
+            raise ValidationError(str(exc)) from None
+
+
+class PositionField(fields.Field):
+    """"first", "default" or {"after": "col"}."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
+        if isinstance(value, str) and value.lower() in ("first", "default"):
+            return value.lower()
+        if isinstance(value, dict) and isinstance(value.get("after"), str) and value["after"]:
+            return {"after": value["after"]}
+        raise ValidationError('a position is "first", "default" or {"after": "<column>"}')
+
+
+def _properties() -> fields.Dict:
+    return fields.Dict(keys=fields.String(validate=validate.Length(min=1)), values=fields.String(), load_default=dict, allow_none=True)
+
+
+def _field_path(**kwargs: Any) -> fields.List:
+    return fields.List(fields.String(validate=validate.Length(min=1)), validate=validate.Length(min=1), **kwargs)
+
+
+class Base(Schema):
+    class Meta:
+        unknown = EXCLUDE  # like Jackson's ignoreUnknown: extra keys are ignored
+
+
+class MetalakeCreate(Base):
+    name = Name(required=True)
+    comment = fields.String(allow_none=True, load_default=None)
+    properties = _properties()
+
+
+class InUseRequest(Base):
+    inUse = fields.Boolean(load_default=False)
+
+
+class CatalogCreate(Base):
+    name = Name(required=True)
+    type = fields.String(required=True)
+    provider = fields.String(required=True, validate=validate.Length(min=1))
+    comment = fields.String(allow_none=True, load_default=None)
+    properties = _properties()
+
+
+class SchemaCreate(Base):
+    name = Name(required=True)
+    comment = fields.String(allow_none=True, load_default=None)
+    properties = _properties()
+
+
+class ColumnPayload(Base):
+    name = Name(required=True)
+    type = TypeField(required=True)
+    comment = fields.String(allow_none=True, load_default=None)
+    nullable = fields.Boolean(load_default=True)
+    autoIncrement = fields.Boolean(load_default=False)
+    defaultValue = ExpressionField(allow_none=True, load_default=None)
+
+    @validates_schema
+    def _not_null_default(self, data: dict[str, Any], **_: Any) -> None:
+        default = data.get("defaultValue")
+        if not data.get("nullable", True) and default and default.get("type") == "literal" and default.get("value") is None:
+            raise ValidationError("a non-nullable column cannot default to null", "defaultValue")
+
+
+class IndexPayload(Base):
+    indexType = fields.String(required=True, validate=validate.OneOf(["PRIMARY_KEY", "UNIQUE_KEY", "primary_key", "unique_key"]))
+    name = fields.String(allow_none=True, load_default=None)
+    fieldNames = fields.List(_field_path(), required=True, validate=validate.Length(min=1))
+    properties = _properties()
+
+
+class DistributionPayload(Base):
+    strategy = fields.String(load_default="none", validate=validate.OneOf(["none", "hash", "range", "even", "random", "NONE", "HASH", "RANGE", "EVEN", "RANDOM"]))
+    number = fields.Integer(load_default=0, validate=validate.Range(min=0))
+    funcArgs = fields.List(ExpressionField(), load_default=list)
+
+
+class SortOrderPayload(Base):
+    sortTerm = ExpressionField(required=True)
+    direction = fields.String(load_default="asc", validate=validate.OneOf(["asc", "desc", "ASC", "DESC"]))
+    nullOrdering = fields.String(
+        load_default="nulls_first", validate=validate.OneOf(["nulls_first", "nulls_last", "NULLS_FIRST", "NULLS_LAST"])
+    )
+
+
+class PartitionField(fields.Field):
+    STRATEGIES = ("identity", "year", "month", "day", "hour", "bucket", "truncate", "list", "range", "function")
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
+        if not isinstance(value, dict) or str(value.get("strategy", "")).lower() not in self.STRATEGIES:
+            raise ValidationError(f"a partitioning needs a strategy, one of {', '.join(self.STRATEGIES)}")
+        return {**value, "strategy": value["strategy"].lower()}
+
+
+class TableCreate(Base):
+    name = Name(required=True)
+    comment = fields.String(allow_none=True, load_default=None)
+    columns = fields.List(fields.Nested(ColumnPayload), required=True, validate=validate.Length(min=1))
+    properties = _properties()
+    partitioning = fields.List(PartitionField(), load_default=list, allow_none=True)
+    distribution = fields.Nested(DistributionPayload, load_default=None, allow_none=True)
+    sortOrders = fields.List(fields.Nested(SortOrderPayload), load_default=list, allow_none=True)
+    indexes = fields.List(fields.Nested(IndexPayload), load_default=list, allow_none=True)
+
+
+# ------------------------------------------------------------------ updates
+
+
+class Rename(Base):
+    newName = Name(required=True)
+
+
+class TableRename(Rename):
+    newSchemaName = Name(allow_none=True, load_default=None)
+
+
+class UpdateComment(Base):
+    newComment = fields.String(allow_none=True, load_default=None)
+
+
+class SetProperty(Base):
+    property = fields.String(required=True, validate=validate.Length(min=1))
+    value = fields.String(required=True, validate=validate.Length(min=1))
+
+
+class TableSetProperty(SetProperty):
+    value = fields.String(required=True)  # tables accept an empty value
+
+
+class RemoveProperty(Base):
+    property = fields.String(required=True, validate=validate.Length(min=1))
+
+
+class AddColumn(Base):
+    fieldName = _field_path(required=True)
+    type = TypeField(required=True)
+    comment = fields.String(allow_none=True, load_default=None)
+    position = PositionField(load_default="default")
+    nullable = fields.Boolean(load_default=True)
+    autoIncrement = fields.Boolean(load_default=False)
+    defaultValue = ExpressionField(allow_none=True, load_default=None)
+
+
+class RenameColumn(Base):
+    oldFieldName = _field_path(required=True)
+    newFieldName = Name(required=True)
+
+
+class DeleteColumn(Base):
+    fieldName = _field_path(required=True)
+    ifExists = fields.Boolean(load_default=False)
+
+
+class UpdateColumnType(Base):
+    fieldName = _field_path(required=True)
+    newType = TypeField(required=True)
+
+
+class UpdateColumnComment(Base):
+    fieldName = _field_path(required=True)
+    newComment = fields.String(allow_none=True, load_default=None)
+
+
+class UpdateColumnPosition(Base):
+    fieldName = _field_path(required=True)
+    newPosition = PositionField(required=True)
+
+
+class UpdateColumnNullability(Base):
+    fieldName = _field_path(required=True)
+    nullable = fields.Boolean(required=True)
+
+
+class UpdateColumnDefaultValue(Base):
+    fieldName = _field_path(required=True)
+    newDefaultValue = ExpressionField(required=True)
+
+
+class UpdateColumnAutoIncrement(Base):
+    fieldName = _field_path(required=True)
+    autoIncrement = fields.Boolean(required=True)
+
+
+class AddTableIndex(Base):
+    index = fields.Nested(IndexPayload, required=True)
+
+
+class DeleteTableIndex(Base):
+    name = fields.String(required=True)
+    ifExists = fields.Boolean(load_default=False)
+
+
+_COMMON = {"setProperty": SetProperty, "removeProperty": RemoveProperty}
+METALAKE_UPDATES = {**_COMMON, "rename": Rename, "updateComment": UpdateComment}
+CATALOG_UPDATES = METALAKE_UPDATES
+SCHEMA_UPDATES = dict(_COMMON)
+TABLE_UPDATES = {
+    **_COMMON,
+    "setProperty": TableSetProperty,
+    "rename": TableRename,
+    "updateComment": UpdateComment,
+    "addColumn": AddColumn,
+    "renameColumn": RenameColumn,
+    "deleteColumn": DeleteColumn,
+    "updateColumnType": UpdateColumnType,
+    "updateColumnComment": UpdateColumnComment,
+    "updateColumnPosition": UpdateColumnPosition,
+    "updateColumnNullability": UpdateColumnNullability,
+    "updateColumnDefaultValue": UpdateColumnDefaultValue,
+    "updateColumnAutoIncrement": UpdateColumnAutoIncrement,
+    "addTableIndex": AddTableIndex,
+    "deleteTableIndex": DeleteTableIndex,
+}
+
+
+# ------------------------------------------------------------------ loading
+
+
+def load(schema: type[Schema], data: Any) -> dict[str, Any]:
+    """Validate `data` with `schema`; raise IllegalArgument naming every bad field."""
+    if not isinstance(data, dict):
+        raise IllegalArgument("The request body must be a JSON object")
+    try:
+        return schema().load(data)
+    except ValidationError as exc:
+        raise IllegalArgument(f"Invalid request: {_describe(exc.messages)}") from None
+
+
+def load_updates(data: Any, kinds: dict[str, type[Schema]], allow_empty: bool = True) -> list[dict[str, Any]]:
+    """Validate an `{"updates": [...]}` body whose elements are discriminated by `@type`."""
+    if not isinstance(data, dict):
+        raise IllegalArgument("The request body must be a JSON object")
+    updates = data.get("updates")
+    if not isinstance(updates, list):
+        raise IllegalArgument("Invalid request: updates: must be a list of changes")
+    if not updates and not allow_empty:
+        raise IllegalArgument("Invalid request: updates: must not be empty")
+    result = []
+    for i, update in enumerate(updates):
+        kind = update.get("@type") if isinstance(update, dict) else None
+        if kind not in kinds:
+            raise IllegalArgument(
+                f"Invalid request: updates[{i}]: unknown @type {kind!r}; expected one of {', '.join(sorted(kinds))}"
+            )
+        try:
+            loaded = kinds[kind]().load(update)
+        except ValidationError as exc:
+            raise IllegalArgument(f"Invalid request: updates[{i}] ({kind}): {_describe(exc.messages)}") from None
+        result.append({"@type": kind, **loaded})
+    return result
+
+
+def _describe(messages: Any, prefix: str = "") -> str:
+    if isinstance(messages, dict):
+        parts = [_describe(v, f"{prefix}{k}." if prefix or k != "_schema" else "") for k, v in messages.items()]
+        return "; ".join(parts)
+    if isinstance(messages, list):
+        return f"{prefix.rstrip('.')}: {' '.join(str(m) for m in messages)}" if prefix else " ".join(map(str, messages))
+    return f"{prefix.rstrip('.')}: {messages}"

@@ -1,0 +1,47 @@
+"""Reading the parts of a request: the JSON body, boolean query flags, the acting user."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flask import current_app, g, request
+
+from gravimeta.dispatch import Dispatchers
+from gravimeta.errors import IllegalArgument
+
+ANONYMOUS = "anonymous"
+
+
+def json_body(required: bool = True) -> Any:
+    """The parsed JSON body. Bodies are parsed leniently as to Content-Type (the client always sends
+    application/json, even with no body), strictly as to syntax."""
+    raw = request.get_data(cache=True)
+    if not raw.strip():
+        if required:
+            raise IllegalArgument("Request body cannot be null")
+        return None
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise IllegalArgument(f"Malformed json request: {exc}") from None
+
+
+def flag(name: str, default: bool = False) -> bool:
+    """A boolean query parameter; the Python client sends True/False, others true/false."""
+    raw = request.args.get(name)
+    if raw is None or raw == "":
+        return default
+    lowered = raw.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    raise IllegalArgument(f"Query parameter {name} must be true or false, not {raw!r}")
+
+
+def user() -> str:
+    """The acting user, set by authentication when it is on; anonymous otherwise."""
+    return getattr(g, "user", None) or ANONYMOUS
+
+
+def dispatchers() -> Dispatchers:
+    return current_app.extensions["gravimeta"].dispatchers

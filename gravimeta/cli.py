@@ -1,0 +1,100 @@
+"""The `gravimeta` command: serve, db upgrade/current."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+from gravimeta.config import load_settings
+from gravimeta.errors import SchemaVersionMismatch
+
+
+@click.group()
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
+              envvar="GRAVIMETA_CONFIG", help="Gravitino-style properties file.")
+@click.option("--store-url", help="SQLAlchemy URL of the metadata database (default: embedded SQLite in ./var).")
+@click.pass_context
+def main(ctx: click.Context, config_file: str | None, store_url: str | None) -> None:
+    """gravimeta: a Gravitino-compatible metadata catalog server."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    try:
+        ctx.obj = load_settings(config_file, store_url=store_url)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+@main.command()
+@click.option("--bind", help="host:port to listen on (default from settings: 127.0.0.1:8090).")
+@click.option("--workers", type=int, help="gunicorn worker processes (default 2).")
+@click.option("--threads", type=int, default=4, show_default=True, help="threads per worker.")
+@click.option("--timeout", type=int, default=60, show_default=True, help="worker timeout in seconds.")
+@click.option("--migrate/--no-migrate", default=False, help="run `db upgrade` before serving.")
+@click.pass_obj
+def serve(settings, bind, workers, threads, timeout, migrate) -> None:  # type: ignore[no-untyped-def]
+    """Serve the REST API with gunicorn."""
+    from gravimeta.server import GunicornServer
+    from gravimeta.store.database import create_store_engine
+    from gravimeta.store.migrations import check_schema, upgrade
+
+    engine = create_store_engine(settings.resolved_store_url())
+    try:
+        if migrate:
+            upgrade(engine)
+        check_schema(engine)
+    except SchemaVersionMismatch as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    finally:
+        engine.dispose()
+    bind = bind or f"{settings.host}:{settings.port}"
+    click.echo(f"gravimeta serving http://{bind}/api on {engine.url.render_as_string(hide_password=True)}")
+    options = {
+        "bind": bind,
+        "workers": workers or settings.workers,
+        "threads": threads,
+        "worker_class": "gthread",
+        "timeout": timeout,
+        "graceful_timeout": 30,
+        "accesslog": "-",
+    }
+    GunicornServer(settings, options).run()
+
+
+@main.group()
+def db() -> None:
+    """Database schema migrations (Alembic)."""
+
+
+@db.command("upgrade")
+@click.option("--revision", default="head", show_default=True)
+@click.pass_obj
+def db_upgrade(settings, revision: str) -> None:  # type: ignore[no-untyped-def]
+    """Create or migrate the metadata tables."""
+    from gravimeta.store.database import create_store_engine
+    from gravimeta.store.migrations import current_revision, upgrade
+
+    engine = create_store_engine(settings.resolved_store_url())
+    before = current_revision(engine)
+    upgrade(engine, revision)
+    after = current_revision(engine)
+    click.echo(f"{engine.url.render_as_string(hide_password=True)}: schema revision {before or 'none'} -> {after}")
+    engine.dispose()
+
+
+@db.command("current")
+@click.pass_obj
+def db_current(settings) -> None:  # type: ignore[no-untyped-def]
+    """Print the database's schema revision and this code's head revision."""
+    from gravimeta.store.database import create_store_engine
+    from gravimeta.store.migrations import current_revision, head_revision
+
+    engine = create_store_engine(settings.resolved_store_url())
+    click.echo(f"current: {current_revision(engine) or 'none'}  head: {head_revision()}")
+    engine.dispose()
+
+
+if __name__ == "__main__":
+    main()

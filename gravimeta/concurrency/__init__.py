@@ -1,0 +1,1 @@
+"""Concurrency control: the in-process TreeLock and the cross-node coordinator."""

@@ -1,0 +1,119 @@
+"""Typed settings: defaults here, then a Gravitino-style `key = value` properties file, then
+`GRAVIMETA_*` environment variables (highest priority). Every key is listed once, in SETTINGS."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+DEFAULT_DATA_DIR = Path(os.environ.get("GRAVIMETA_HOME", Path.cwd() / "var"))
+
+
+def _bool(value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("true", "1", "yes", "on"):
+        return True
+    if lowered in ("false", "0", "no", "off"):
+        return False
+    raise ValueError(f"not a boolean: {value!r}")
+
+
+@dataclass
+class Settings:
+    """Settings of one server; field metadata holds the properties key and the environment variable."""
+
+    store_url: str = field(
+        default="", metadata={"key": "gravitino.entity.store.relational.url", "env": "GRAVIMETA_STORE_URL"}
+    )
+    host: str = field(
+        default="127.0.0.1", metadata={"key": "gravitino.server.webserver.host", "env": "GRAVIMETA_HOST"}
+    )
+    port: int = field(
+        default=8090, metadata={"key": "gravitino.server.webserver.httpPort", "env": "GRAVIMETA_PORT"}
+    )
+    workers: int = field(default=2, metadata={"key": "gravimeta.server.workers", "env": "GRAVIMETA_WORKERS"})
+    distributed_lock_enabled: bool = field(
+        default=False,
+        metadata={"key": "gravitino.metadata.distributed-lock.enabled", "env": "GRAVIMETA_DISTRIBUTED_LOCK"},
+    )
+    distributed_lock_backend: str = field(
+        default="AUTO",
+        metadata={
+            "key": "gravitino.metadata.distributed-lock.backend",
+            "env": "GRAVIMETA_DISTRIBUTED_LOCK_BACKEND",
+        },
+    )
+    lease_ttl_ms: int = field(
+        default=15000,
+        metadata={"key": "gravitino.metadata.distributed-lock.lease-ttl-ms", "env": "GRAVIMETA_LEASE_TTL_MS"},
+    )
+    claim_timeout_ms: int = field(
+        default=10000,
+        metadata={
+            "key": "gravitino.metadata.distributed-lock.acquire-timeout-ms",
+            "env": "GRAVIMETA_CLAIM_TIMEOUT_MS",
+        },
+    )
+    max_content_length: int = field(
+        default=1024 * 1024,
+        metadata={"key": "gravimeta.server.max-request-bytes", "env": "GRAVIMETA_MAX_REQUEST_BYTES"},
+    )
+
+    def resolved_store_url(self) -> str:
+        """The store URL, defaulting to an embedded SQLite file under GRAVIMETA_HOME (./var)."""
+        if self.store_url:
+            return self.store_url
+        DEFAULT_DATA_DIR.mkdir(parents=True, exist_ok=True)
+        return f"sqlite:///{DEFAULT_DATA_DIR / 'gravimeta.db'}"
+
+
+def read_properties(path: str | os.PathLike[str]) -> dict[str, str]:
+    """Parse a Java-style properties file: `key = value` or `key: value`, `#`/`!` comments."""
+    result: dict[str, str] = {}
+    for raw in Path(path).read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        if sep < 0:
+            raise ValueError(f"{path}: line without '=': {raw!r}")
+        result[line[:sep].strip()] = line[sep + 1 :].strip()
+    return result
+
+
+def load_settings(
+    properties_file: str | os.PathLike[str] | None = None,
+    environ: dict[str, str] | None = None,
+    **overrides: Any,
+) -> Settings:
+    """Build Settings from defaults, the properties file, the environment, then explicit overrides."""
+    env = os.environ if environ is None else environ
+    properties_file = properties_file or env.get("GRAVIMETA_CONFIG")
+    props = read_properties(properties_file) if properties_file else {}
+    values: dict[str, Any] = {}
+    for f in fields(Settings):
+        raw = env.get(f.metadata["env"], props.get(f.metadata["key"]))
+        if raw is not None:
+            values[f.name] = _convert(f.type, raw, f.metadata["key"])
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    settings = Settings(**values)
+    settings.distributed_lock_backend = settings.distributed_lock_backend.upper()
+    if settings.distributed_lock_backend not in ("LEASE_TABLE", "PG_ADVISORY", "AUTO"):
+        raise ValueError(
+            "gravitino.metadata.distributed-lock.backend must be LEASE_TABLE, PG_ADVISORY or AUTO, "
+            f"not {settings.distributed_lock_backend!r}"
+        )
+    return settings
+
+
+def _convert(type_name: Any, raw: str, key: str) -> Any:
+    try:
+        if type_name in (bool, "bool"):
+            return _bool(raw)
+        if type_name in (int, "int"):
+            return int(raw)
+    except ValueError as exc:
+        raise ValueError(f"bad value for {key}: {exc}") from None
+    return raw

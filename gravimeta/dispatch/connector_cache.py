@@ -1,0 +1,37 @@
+"""One connector instance per catalog definition, created on first use and replaced when the
+catalog's provider or properties change (each worker process has its own cache)."""
+
+from __future__ import annotations
+
+import threading
+
+from connectors.base import CatalogContext, Connector
+from connectors.registry import ConnectorRegistry
+from gravimeta.entities import Catalog
+
+
+class ConnectorCache:
+    def __init__(self, registry: ConnectorRegistry):
+        self.registry = registry
+        self._lock = threading.Lock()
+        self._instances: dict[tuple[str, str], tuple[tuple[object, ...], Connector]] = {}
+
+    def for_catalog(self, catalog: Catalog) -> Connector:
+        key = (catalog.metalake, catalog.name)
+        signature = (catalog.provider, tuple(sorted(catalog.properties.items())))
+        with self._lock:
+            cached = self._instances.get(key)
+            if cached is not None and cached[0] == signature:
+                return cached[1]
+            connector = self.registry.get(catalog.provider)(
+                CatalogContext(catalog.metalake, catalog.name, dict(catalog.properties))
+            )
+            self._instances[key] = (signature, connector)
+            return connector
+
+    def forget(self, metalake: str, catalog: str | None = None) -> list[Connector]:
+        """Remove cached connectors of a catalog (or of a whole metalake) after it was dropped or
+        renamed, and return them so the caller can close them if the catalog is gone."""
+        with self._lock:
+            keys = [k for k in self._instances if k[0] == metalake and catalog in (None, k[1])]
+            return [self._instances.pop(k)[1] for k in keys]

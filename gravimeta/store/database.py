@@ -1,0 +1,80 @@
+"""Engine construction per dialect, and the two kinds of transaction the store uses.
+
+- write(): READ COMMITTED on PostgreSQL/MySQL (row locks give the ordering), BEGIN IMMEDIATE on SQLite
+  (one writer at a time across processes, so a read-check-write cannot interleave).
+- snapshot(): REPEATABLE READ on PostgreSQL/MySQL, one deferred read transaction on SQLite (WAL),
+  so several queries see one consistent state of the tree.
+
+Engines must be created after a fork (gunicorn post_fork): pooled connections never cross processes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.orm import Session
+
+
+def create_store_engine(url: str, **kwargs: Any) -> Engine:
+    """Create an engine with the per-dialect settings the store relies on."""
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False}, **kwargs)
+        _configure_sqlite(engine, in_memory=parsed.database in (None, "", ":memory:"))
+        return engine
+    if backend == "postgresql" and parsed.drivername == "postgresql":
+        url = str(parsed.set(drivername="postgresql+psycopg"))
+    if backend in ("mysql", "mariadb") and "+" not in parsed.drivername:
+        url = str(parsed.set(drivername=f"{backend}+pymysql"))
+    if backend in ("mysql", "mariadb"):
+        kwargs.setdefault("connect_args", {}).setdefault("charset", "utf8mb4")
+    kwargs.setdefault("pool_pre_ping", True)
+    return create_engine(url, isolation_level="READ COMMITTED", **kwargs)
+
+
+def _configure_sqlite(engine: Engine, in_memory: bool) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
+        cursor = dbapi_connection.cursor()
+        if not in_memory:
+            cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        mode = conn.get_execution_options().get("sqlite_begin", "DEFERRED")
+        conn.exec_driver_sql(f"BEGIN {mode}")
+
+
+def dialect_name(engine: Engine) -> str:
+    name = engine.dialect.name
+    return "mysql" if name == "mariadb" else name
+
+
+@contextmanager
+def write_session(engine: Engine) -> Iterator[Session]:
+    """A write transaction: commits when the block ends normally, rolls back on any exception."""
+    options: dict[str, Any] = {"sqlite_begin": "IMMEDIATE"} if engine.dialect.name == "sqlite" else {}
+    with engine.connect() as conn:
+        conn = conn.execution_options(**options) if options else conn
+        with Session(bind=conn, expire_on_commit=False) as session, session.begin():
+            yield session
+
+
+@contextmanager
+def snapshot_session(engine: Engine) -> Iterator[Session]:
+    """A read-only transaction in which every query sees the same snapshot."""
+    with engine.connect() as conn:
+        if engine.dialect.name != "sqlite":
+            conn = conn.execution_options(isolation_level="REPEATABLE READ")
+        with Session(bind=conn) as session, session.begin():
+            yield session
+            session.rollback()

@@ -1,0 +1,422 @@
+"""EntityStore: every read and write of the metadata tree, each in one transaction.
+
+Safety that does not depend on any lock layer (DESIGN.md §9, "defence in depth"):
+- unique (parent, name) keys decide racing creates and renames: the loser gets XAlreadyExists;
+- a create locks its parent row FOR SHARE, a drop locks its row FOR UPDATE and checks/deletes the
+  children after that lock, so a child can never be created under a parent that is being dropped;
+- updates lock the row FOR UPDATE and bump its version, so concurrent property changes never lose one;
+- multi-query reads run in one snapshot transaction.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from sqlalchemy import Engine, delete, exists, select
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.orm import Session
+
+from gravimeta import errors
+from gravimeta.entities import Audit, Catalog, Metalake, Schema, Table
+from gravimeta.store import convert
+from gravimeta.store.database import snapshot_session, write_session
+from gravimeta.store.guard import current_guard
+from gravimeta.store.models import CatalogRow, ColumnRow, MetalakeRow, SchemaRow, TableRow
+
+T = TypeVar("T")
+Mutation = Callable[[T], T]
+
+# Transient errors worth retrying the whole transaction for: deadlocks and serialization failures.
+_RETRYABLE_PG = {"40P01", "40001"}
+_RETRYABLE_MYSQL = {1213, 1205}
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _is_retryable(exc: DBAPIError) -> bool:
+    orig = exc.orig
+    sqlstate = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    if sqlstate in _RETRYABLE_PG:
+        return True
+    args = getattr(orig, "args", ())
+    return bool(args) and args[0] in _RETRYABLE_MYSQL
+
+
+class EntityStore:
+    """The relational record of metalakes, catalogs, schemas and tables."""
+
+    def __init__(self, engine: Engine, max_retries: int = 5):
+        self.engine = engine
+        self.max_retries = max_retries
+        #: incremented by every snapshot transaction (exported as a metric by the coordinator layer)
+        self.snapshot_reads = 0
+
+    # ----------------------------------------------------------------- transactions
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Session]:
+        self.snapshot_reads += 1
+        with self._translated(), snapshot_session(self.engine) as session:
+            yield session
+
+    def write(self, work: Callable[[Session], T]) -> T:
+        """Run `work` in one write transaction behind the current guard; retry on deadlock."""
+        for attempt in range(self.max_retries + 1):
+            try:
+                with self._translated(), write_session(self.engine) as session:
+                    guard = current_guard()
+                    if guard is not None:
+                        guard(session)
+                    return work(session)
+            except DBAPIError as exc:
+                if attempt < self.max_retries and _is_retryable(exc):
+                    time.sleep(0.01 * 2**attempt)
+                    continue
+                raise
+        raise AssertionError("unreachable")
+
+    @contextmanager
+    def _translated(self) -> Iterator[None]:
+        try:
+            yield
+        except IntegrityError:
+            raise
+        except OperationalError as exc:
+            if _is_retryable(exc):
+                raise
+            raise errors.StoreUnavailable(f"The metadata database failed: {exc.orig}") from exc
+
+    # ----------------------------------------------------------------- lookups (inside a session)
+
+    @staticmethod
+    def _metalake_row(s: Session, name: str, lock: str | None = None) -> MetalakeRow:
+        row = s.scalar(_locked(select(MetalakeRow).where(MetalakeRow.name == name), lock))
+        if row is None:
+            raise errors.NoSuchMetalake(f"Metalake {name} does not exist")
+        return row
+
+    def _catalog_row(self, s: Session, m: str, c: str, lock: str | None = None) -> CatalogRow:
+        metalake = self._metalake_row(s, m)
+        q = select(CatalogRow).where(CatalogRow.metalake_id == metalake.id, CatalogRow.name == c)
+        row = s.scalar(_locked(q, lock))
+        if row is None:
+            raise errors.NoSuchCatalog(f"Catalog {m}.{c} does not exist")
+        return row
+
+    def _schema_row(self, s: Session, m: str, c: str, sc: str, lock: str | None = None) -> SchemaRow:
+        catalog = self._catalog_row(s, m, c)
+        q = select(SchemaRow).where(SchemaRow.catalog_id == catalog.id, SchemaRow.name == sc)
+        row = s.scalar(_locked(q, lock))
+        if row is None:
+            raise errors.NoSuchSchema(f"Schema {m}.{c}.{sc} does not exist")
+        return row
+
+    def _table_row(self, s: Session, m: str, c: str, sc: str, t: str, lock: str | None = None) -> TableRow:
+        schema = self._schema_row(s, m, c, sc)
+        q = select(TableRow).where(TableRow.schema_id == schema.id, TableRow.name == t)
+        row = s.scalar(_locked(q, lock))
+        if row is None:
+            raise errors.NoSuchTable(f"Table {m}.{c}.{sc}.{t} does not exist")
+        return row
+
+    @staticmethod
+    def _columns(s: Session, table_id: int) -> list[ColumnRow]:
+        return list(s.scalars(select(ColumnRow).where(ColumnRow.table_id == table_id)))
+
+    # ----------------------------------------------------------------- metalakes
+
+    def list_metalakes(self) -> list[Metalake]:
+        with self.snapshot() as s:
+            return [convert.metalake_of(r) for r in s.scalars(select(MetalakeRow).order_by(MetalakeRow.name))]
+
+    def get_metalake(self, name: str) -> Metalake:
+        with self.snapshot() as s:
+            return convert.metalake_of(self._metalake_row(s, name))
+
+    def create_metalake(self, metalake: Metalake, user: str) -> Metalake:
+        def work(s: Session) -> Metalake:
+            row = MetalakeRow(
+                name=metalake.name, comment=metalake.comment, properties=metalake.properties,
+                in_use=True, version=1,
+            )
+            convert.set_audit(row, Audit(user, now_iso()))
+            s.add(row)
+            _flush_unique(s, errors.MetalakeAlreadyExists(f"Metalake {metalake.name} already exists"))
+            return convert.metalake_of(row)
+
+        return self.write(work)
+
+    def update_metalake(self, name: str, mutate: Mutation[Metalake], user: str) -> tuple[Metalake, Metalake]:
+        def work(s: Session) -> tuple[Metalake, Metalake]:
+            row = self._metalake_row(s, name, lock="update")
+            before = convert.metalake_of(row)
+            after = mutate(copy.deepcopy(before))
+            row.name, row.comment, row.properties, row.in_use = (
+                after.name, after.comment, after.properties, after.in_use,
+            )
+            _touch(row, user)
+            _flush_unique(s, errors.MetalakeAlreadyExists(f"Metalake {after.name} already exists"))
+            return before, convert.metalake_of(row)
+
+        return self.write(work)
+
+    def drop_metalake(self, name: str, cascade: bool, precheck: Callable[[Metalake], None] | None = None) -> bool:
+        """Delete a metalake (and with cascade, everything under it). False if it does not exist."""
+
+        def work(s: Session) -> bool:
+            row = s.scalar(select(MetalakeRow).where(MetalakeRow.name == name).with_for_update())
+            if row is None:
+                return False
+            if precheck:
+                precheck(convert.metalake_of(row))
+            catalogs = select(CatalogRow.id).where(CatalogRow.metalake_id == row.id)
+            if not cascade and s.scalar(select(exists(catalogs))):
+                raise errors.NonEmptyMetalake(f"Metalake {name} has catalogs; drop them first or use force")
+            _delete_catalogs(s, catalogs)
+            s.execute(delete(MetalakeRow).where(MetalakeRow.id == row.id))
+            return True
+
+        return self.write(work)
+
+    # ----------------------------------------------------------------- catalogs
+
+    def list_catalogs(self, m: str) -> list[Catalog]:
+        with self.snapshot() as s:
+            metalake = self._metalake_row(s, m)
+            rows = s.scalars(select(CatalogRow).where(CatalogRow.metalake_id == metalake.id).order_by(CatalogRow.name))
+            return [convert.catalog_of(r, m) for r in rows]
+
+    def get_catalog(self, m: str, c: str) -> Catalog:
+        with self.snapshot() as s:
+            return convert.catalog_of(self._catalog_row(s, m, c), m)
+
+    def create_catalog(self, catalog: Catalog, user: str, precheck: Callable[[Metalake], None] | None = None) -> Catalog:
+        def work(s: Session) -> Catalog:
+            metalake = self._metalake_row(s, catalog.metalake, lock="share")
+            if precheck:
+                precheck(convert.metalake_of(metalake))
+            row = CatalogRow(
+                metalake_id=metalake.id, name=catalog.name, type=catalog.type, provider=catalog.provider,
+                comment=catalog.comment, properties=catalog.properties, in_use=True, version=1,
+            )
+            convert.set_audit(row, Audit(user, now_iso()))
+            s.add(row)
+            _flush_unique(s, errors.CatalogAlreadyExists(f"Catalog {catalog.metalake}.{catalog.name} already exists"))
+            return convert.catalog_of(row, catalog.metalake)
+
+        return self.write(work)
+
+    def update_catalog(self, m: str, c: str, mutate: Mutation[Catalog], user: str) -> tuple[Catalog, Catalog]:
+        def work(s: Session) -> tuple[Catalog, Catalog]:
+            row = self._catalog_row(s, m, c, lock="update")
+            before = convert.catalog_of(row, m)
+            after = mutate(copy.deepcopy(before))
+            row.name, row.comment, row.properties, row.in_use = (
+                after.name, after.comment, after.properties, after.in_use,
+            )
+            _touch(row, user)
+            _flush_unique(s, errors.CatalogAlreadyExists(f"Catalog {m}.{after.name} already exists"))
+            return before, convert.catalog_of(row, m)
+
+        return self.write(work)
+
+    def drop_catalog(
+        self, m: str, c: str, cascade: bool, precheck: Callable[[Catalog], None] | None = None
+    ) -> bool:
+        def work(s: Session) -> bool:
+            metalake = s.scalar(select(MetalakeRow).where(MetalakeRow.name == m))
+            if metalake is None:
+                return False
+            q = select(CatalogRow).where(CatalogRow.metalake_id == metalake.id, CatalogRow.name == c)
+            row = s.scalar(q.with_for_update())
+            if row is None:
+                return False
+            if precheck:
+                precheck(convert.catalog_of(row, m))
+            schemas = select(SchemaRow.id).where(SchemaRow.catalog_id == row.id)
+            if not cascade and s.scalar(select(exists(schemas))):
+                raise errors.NonEmptyCatalog(f"Catalog {m}.{c} has schemas; drop them first or use force")
+            _delete_catalogs(s, select(CatalogRow.id).where(CatalogRow.id == row.id))
+            return True
+
+        return self.write(work)
+
+    # ----------------------------------------------------------------- schemas
+
+    def list_schemas(self, m: str, c: str) -> list[Schema]:
+        with self.snapshot() as s:
+            catalog = self._catalog_row(s, m, c)
+            rows = s.scalars(select(SchemaRow).where(SchemaRow.catalog_id == catalog.id).order_by(SchemaRow.name))
+            return [convert.schema_of(r) for r in rows]
+
+    def get_schema(self, m: str, c: str, sc: str) -> Schema:
+        with self.snapshot() as s:
+            return convert.schema_of(self._schema_row(s, m, c, sc))
+
+    def create_schema(self, m: str, c: str, schema: Schema, user: str) -> Schema:
+        def work(s: Session) -> Schema:
+            catalog = self._catalog_row(s, m, c, lock="share")
+            row = SchemaRow(
+                catalog_id=catalog.id, name=schema.name, comment=schema.comment,
+                properties=schema.properties, version=1,
+            )
+            convert.set_audit(row, Audit(user, now_iso()))
+            s.add(row)
+            _flush_unique(s, errors.SchemaAlreadyExists(f"Schema {m}.{c}.{schema.name} already exists"))
+            return convert.schema_of(row)
+
+        return self.write(work)
+
+    def update_schema(self, m: str, c: str, sc: str, mutate: Mutation[Schema], user: str) -> tuple[Schema, Schema]:
+        def work(s: Session) -> tuple[Schema, Schema]:
+            row = self._schema_row(s, m, c, sc, lock="update")
+            before = convert.schema_of(row)
+            after = mutate(copy.deepcopy(before))
+            row.comment, row.properties = after.comment, after.properties
+            _touch(row, user)
+            s.flush()
+            return before, convert.schema_of(row)
+
+        return self.write(work)
+
+    def drop_schema(self, m: str, c: str, sc: str, cascade: bool) -> bool:
+        def work(s: Session) -> bool:
+            try:
+                catalog = self._catalog_row(s, m, c)
+            except errors.NotFound:
+                return False
+            q = select(SchemaRow).where(SchemaRow.catalog_id == catalog.id, SchemaRow.name == sc)
+            row = s.scalar(q.with_for_update())
+            if row is None:
+                return False
+            tables = select(TableRow.id).where(TableRow.schema_id == row.id)
+            if not cascade and s.scalar(select(exists(tables))):
+                raise errors.NonEmptySchema(f"Schema {m}.{c}.{sc} is not empty; use cascade=true to drop its tables")
+            _delete_schemas(s, select(SchemaRow.id).where(SchemaRow.id == row.id))
+            return True
+
+        return self.write(work)
+
+    # ----------------------------------------------------------------- tables
+
+    def list_tables(self, m: str, c: str, sc: str) -> list[str]:
+        with self.snapshot() as s:
+            schema = self._schema_row(s, m, c, sc)
+            return list(s.scalars(select(TableRow.name).where(TableRow.schema_id == schema.id).order_by(TableRow.name)))
+
+    def get_table(self, m: str, c: str, sc: str, t: str) -> Table:
+        with self.snapshot() as s:
+            row = self._table_row(s, m, c, sc, t)
+            return convert.table_of(row, self._columns(s, row.id))
+
+    def create_table(self, m: str, c: str, sc: str, table: Table, user: str) -> Table:
+        def work(s: Session) -> Table:
+            schema = self._schema_row(s, m, c, sc, lock="share")
+            row = TableRow(
+                schema_id=schema.id, name=table.name, comment=table.comment, properties=table.properties,
+                partitioning=table.partitioning, distribution=table.distribution,
+                sort_orders=table.sort_orders, indexes=table.indexes, version=1,
+            )
+            convert.set_audit(row, Audit(user, now_iso()))
+            s.add(row)
+            _flush_unique(s, errors.TableAlreadyExists(f"Table {m}.{c}.{sc}.{table.name} already exists"))
+            s.add_all(convert.column_rows(row.id, table.columns))
+            s.flush()
+            return convert.table_of(row, self._columns(s, row.id))
+
+        return self.write(work)
+
+    def update_table(
+        self, m: str, c: str, sc: str, t: str, mutate: Mutation[Table], user: str, new_schema: str | None = None
+    ) -> tuple[Table, Table]:
+        """Apply `mutate` to the locked table row; `new_schema` moves it to a sibling schema."""
+
+        def work(s: Session) -> tuple[Table, Table]:
+            row = self._table_row(s, m, c, sc, t, lock="update")
+            before = convert.table_of(row, self._columns(s, row.id))
+            after = mutate(copy.deepcopy(before))
+            if new_schema is not None and new_schema != sc:
+                row.schema_id = self._schema_row(s, m, c, new_schema, lock="share").id
+            row.name, row.comment, row.properties = after.name, after.comment, after.properties
+            row.partitioning, row.distribution = after.partitioning, after.distribution
+            row.sort_orders, row.indexes = after.sort_orders, after.indexes
+            _touch(row, user)
+            target = f"{m}.{c}.{new_schema or sc}.{after.name}"
+            _flush_unique(s, errors.TableAlreadyExists(f"Table {target} already exists"))
+            if after.columns != before.columns:
+                s.execute(delete(ColumnRow).where(ColumnRow.table_id == row.id))
+                s.flush()
+                s.add_all(convert.column_rows(row.id, after.columns))
+                s.flush()
+            return before, convert.table_of(row, self._columns(s, row.id))
+
+        return self.write(work)
+
+    def drop_table(self, m: str, c: str, sc: str, t: str) -> bool:
+        def work(s: Session) -> bool:
+            try:
+                schema = self._schema_row(s, m, c, sc, lock="share")
+            except errors.NotFound:
+                return False
+            row = s.scalar(
+                select(TableRow).where(TableRow.schema_id == schema.id, TableRow.name == t).with_for_update()
+            )
+            if row is None:
+                return False
+            _delete_tables(s, select(TableRow.id).where(TableRow.id == row.id))
+            return True
+
+        return self.write(work)
+
+
+# --------------------------------------------------------------------- helpers
+
+
+def _locked(query: Any, lock: str | None) -> Any:
+    if lock == "update":
+        return query.with_for_update()
+    if lock == "share":
+        return query.with_for_update(read=True)
+    return query
+
+
+def _touch(row: MetalakeRow | CatalogRow | SchemaRow | TableRow, user: str) -> None:
+    row.last_modifier, row.last_modified_time = user, now_iso()
+    row.version = row.version + 1
+
+
+def _flush_unique(s: Session, conflict: errors.AlreadyExists) -> None:
+    """Flush; a unique-key violation becomes the given AlreadyExists (the database decided the race)."""
+    try:
+        with s.begin_nested():
+            s.flush()
+    except IntegrityError as exc:
+        raise conflict from exc
+
+
+def _delete_tables(s: Session, table_ids: Any) -> None:
+    ids = list(s.scalars(table_ids))
+    if ids:
+        s.execute(delete(ColumnRow).where(ColumnRow.table_id.in_(ids)))
+        s.execute(delete(TableRow).where(TableRow.id.in_(ids)))
+
+
+def _delete_schemas(s: Session, schema_ids: Any) -> None:
+    ids = list(s.scalars(schema_ids))
+    if ids:
+        _delete_tables(s, select(TableRow.id).where(TableRow.schema_id.in_(ids)))
+        s.execute(delete(SchemaRow).where(SchemaRow.id.in_(ids)))
+
+
+def _delete_catalogs(s: Session, catalog_ids: Any) -> None:
+    ids = list(s.scalars(catalog_ids))
+    if ids:
+        _delete_schemas(s, select(SchemaRow.id).where(SchemaRow.catalog_id.in_(ids)))
+        s.execute(delete(CatalogRow).where(CatalogRow.id.in_(ids)))

@@ -1,0 +1,65 @@
+"""Schema migrations through Alembic, and the start-up check that refuses a database whose schema
+revision is not the one this code was written for."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine
+
+from gravimeta.errors import SchemaVersionMismatch
+
+ALEMBIC_DIR = Path(__file__).resolve().parents[2] / "alembic"
+
+
+def alembic_config(engine: Engine | None = None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(ALEMBIC_DIR))
+    if engine is not None:
+        config.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False))
+    return config
+
+
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None, "no migrations found"
+    return head
+
+
+def current_revision(engine: Engine) -> str | None:
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Apply migrations up to `revision` on the engine's database."""
+    config = alembic_config(engine)
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, revision)
+
+
+def check_schema(engine: Engine) -> None:
+    """Raise SchemaVersionMismatch unless the database is at exactly this code's head revision."""
+    current, head = current_revision(engine), head_revision()
+    if current == head:
+        return
+    url = engine.url.render_as_string(hide_password=True)
+    if current is None:
+        raise SchemaVersionMismatch(
+            f"The database {url} has no gravimeta schema. Run `gravimeta db upgrade` first."
+        )
+    known = {rev.revision for rev in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
+    if current not in known:
+        raise SchemaVersionMismatch(
+            f"The database {url} is at schema revision {current}, which is newer than this gravimeta "
+            f"(head {head}). Upgrade gravimeta, or point it at another database."
+        )
+    raise SchemaVersionMismatch(
+        f"The database {url} is at schema revision {current}, older than this code's {head}. "
+        "Run `gravimeta db upgrade`."
+    )
