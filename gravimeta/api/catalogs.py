@@ -65,8 +65,8 @@ def drop_catalog(metalake: str, catalog: str) -> Any:
 @operation("catalog", "TEST", "catalog")
 def test_connection(metalake: str, catalog: str) -> Any:
     """Like the Java server: HTTP 200 either way; a failure is an error body with a non-zero code."""
-    body = json_body(required=False)
     try:
+        body = json_body(required=False)
         changes = payloads.load_updates(body, payloads.CATALOG_UPDATES) if body is not None else []
         dispatchers().catalogs.test_connection(metalake, catalog, changes)
     except GravitinoError as exc:

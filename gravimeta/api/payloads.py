@@ -4,9 +4,10 @@ problem becomes IllegalArgument (HTTP 400, code 1001) with a message naming the 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
-from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate, validates_schema
+from marshmallow import EXCLUDE, Schema, ValidationError, fields, post_load, validate, validates_schema
 
 from gravimeta.errors import IllegalArgument
 from gravimeta.types import TypeError_, normalize_type, validate_expression
@@ -78,28 +79,63 @@ class Base(Schema):
         unknown = EXCLUDE  # like Jackson's ignoreUnknown: extra keys are ignored
 
 
+# Metalakes and catalogs report their enabled state as the `in-use` property; it is changed only with
+# PATCH {"inUse": ...}. Setting it as a property would be silently overridden, so it is rejected.
+RESERVED_PROPERTIES = ("in-use", "metalake-in-use")
+
+
+def _not_reserved(key: str) -> None:
+    if key in RESERVED_PROPERTIES:
+        raise ValidationError(f"property {key} is reserved; enable or disable with PATCH {{\"inUse\": ...}}")
+
+
+def _user_properties() -> fields.Dict:
+    """Properties of a metalake or catalog: no reserved keys."""
+    return fields.Dict(
+        keys=fields.String(validate=[validate.Length(min=1), _not_reserved]),
+        values=fields.String(), load_default=dict, allow_none=True,
+    )
+
+
 class MetalakeCreate(Base):
     name = Name(required=True)
     comment = fields.String(allow_none=True, load_default=None)
-    properties = _properties()
+    properties = _user_properties()
 
 
 class InUseRequest(Base):
     inUse = fields.Boolean(load_default=False)
 
 
+CATALOG_TYPES = ("relational", "fileset", "messaging", "model")
+
+
+def _catalog_type(value: str) -> None:
+    if value.lower() not in CATALOG_TYPES:
+        raise ValidationError(f"unknown catalog type {value!r}; must be one of {', '.join(CATALOG_TYPES)}")
+
+
 class CatalogCreate(Base):
     name = Name(required=True)
-    type = fields.String(required=True)
+    # Gravitino's Catalog.Type, case-insensitive: an unknown type is a malformed request (400); a known
+    # type gravimeta does not serve is an unsupported operation (405, decided by the dispatcher).
+    type = fields.String(required=True, validate=_catalog_type)
     provider = fields.String(required=True, validate=validate.Length(min=1))
     comment = fields.String(allow_none=True, load_default=None)
-    properties = _properties()
+    properties = _user_properties()
 
 
 class SchemaCreate(Base):
     name = Name(required=True)
     comment = fields.String(allow_none=True, load_default=None)
     properties = _properties()
+
+
+def check_not_null_default(data: dict[str, Any]) -> None:
+    """A non-nullable column cannot default to a null literal (Gravitino's ColumnDTO.validate)."""
+    default = data.get("defaultValue")
+    if not data.get("nullable", True) and default and default.get("type") == "literal" and default.get("value") is None:
+        raise ValidationError("a non-nullable column cannot default to null", "defaultValue")
 
 
 class ColumnPayload(Base):
@@ -112,9 +148,7 @@ class ColumnPayload(Base):
 
     @validates_schema
     def _not_null_default(self, data: dict[str, Any], **_: Any) -> None:
-        default = data.get("defaultValue")
-        if not data.get("nullable", True) and default and default.get("type") == "literal" and default.get("value") is None:
-            raise ValidationError("a non-nullable column cannot default to null", "defaultValue")
+        check_not_null_default(data)
 
 
 class IndexPayload(Base):
@@ -123,10 +157,15 @@ class IndexPayload(Base):
     fieldNames = fields.List(_field_path(), required=True, validate=validate.Length(min=1))
     properties = _properties()
 
+    @post_load
+    def _upper_type(self, data: dict[str, Any], **_: Any) -> dict[str, Any]:
+        return {**data, "indexType": data["indexType"].upper()}  # Gravitino writes the enum name
+
 
 class DistributionPayload(Base):
-    strategy = fields.String(load_default="none", validate=validate.OneOf(["none", "hash", "range", "even", "random", "NONE", "HASH", "RANGE", "EVEN", "RANDOM"]))
-    number = fields.Integer(load_default=0, validate=validate.Range(min=0))
+    # Gravitino's DistributionDTO defaults the strategy to hash; number -1 means "decided by the engine"
+    strategy = fields.String(load_default="hash", validate=validate.OneOf(["none", "hash", "range", "even", "random", "NONE", "HASH", "RANGE", "EVEN", "RANDOM"]))
+    number = fields.Integer(load_default=0, validate=validate.Range(min=-1))
     funcArgs = fields.List(ExpressionField(), load_default=list)
 
 
@@ -134,8 +173,15 @@ class SortOrderPayload(Base):
     sortTerm = ExpressionField(required=True)
     direction = fields.String(load_default="asc", validate=validate.OneOf(["asc", "desc", "ASC", "DESC"]))
     nullOrdering = fields.String(
-        load_default="nulls_first", validate=validate.OneOf(["nulls_first", "nulls_last", "NULLS_FIRST", "NULLS_LAST"])
+        load_default=None, validate=validate.OneOf(["nulls_first", "nulls_last", "NULLS_FIRST", "NULLS_LAST"])
     )
+
+    @post_load
+    def _default_null_ordering(self, data: dict[str, Any], **_: Any) -> dict[str, Any]:
+        """Like Gravitino's SortOrderDTO: without nullOrdering, asc sorts nulls first and desc nulls last."""
+        if data.get("nullOrdering") is None:
+            data["nullOrdering"] = "nulls_last" if data["direction"].lower() == "desc" else "nulls_first"
+        return data
 
 
 class PartitionField(fields.Field):
@@ -173,9 +219,13 @@ class UpdateComment(Base):
     newComment = fields.String(allow_none=True, load_default=None)
 
 
+# like Java's StringUtils.isNotBlank: whitespace-only keys and values are rejected
+_NOT_BLANK = validate.Regexp(r"\s*\S", error="must not be blank")
+
+
 class SetProperty(Base):
-    property = fields.String(required=True, validate=validate.Length(min=1))
-    value = fields.String(required=True, validate=validate.Length(min=1))
+    property = fields.String(required=True, validate=_NOT_BLANK)
+    value = fields.String(required=True, validate=_NOT_BLANK)
 
 
 class TableSetProperty(SetProperty):
@@ -183,7 +233,7 @@ class TableSetProperty(SetProperty):
 
 
 class RemoveProperty(Base):
-    property = fields.String(required=True, validate=validate.Length(min=1))
+    property = fields.String(required=True, validate=_NOT_BLANK)
 
 
 class AddColumn(Base):
@@ -194,6 +244,10 @@ class AddColumn(Base):
     nullable = fields.Boolean(load_default=True)
     autoIncrement = fields.Boolean(load_default=False)
     defaultValue = ExpressionField(allow_none=True, load_default=None)
+
+    @validates_schema
+    def _not_null_default(self, data: dict[str, Any], **_: Any) -> None:
+        check_not_null_default(data)
 
 
 class RenameColumn(Base):
@@ -245,8 +299,18 @@ class DeleteTableIndex(Base):
     ifExists = fields.Boolean(load_default=False)
 
 
+class UserSetProperty(SetProperty):
+    property = fields.String(required=True, validate=[_NOT_BLANK, _not_reserved])
+
+
+class UserRemoveProperty(RemoveProperty):
+    property = fields.String(required=True, validate=[_NOT_BLANK, _not_reserved])
+
+
 _COMMON = {"setProperty": SetProperty, "removeProperty": RemoveProperty}
-METALAKE_UPDATES = {**_COMMON, "rename": Rename, "updateComment": UpdateComment}
+METALAKE_UPDATES = {
+    "setProperty": UserSetProperty, "removeProperty": UserRemoveProperty, "rename": Rename, "updateComment": UpdateComment,
+}
 CATALOG_UPDATES = METALAKE_UPDATES
 SCHEMA_UPDATES = dict(_COMMON)
 TABLE_UPDATES = {
@@ -281,7 +345,7 @@ def load(schema: type[Schema], data: Any) -> dict[str, Any]:
         raise IllegalArgument(f"Invalid request: {_describe(exc.messages)}") from None
 
 
-def load_updates(data: Any, kinds: dict[str, type[Schema]], allow_empty: bool = True) -> list[dict[str, Any]]:
+def load_updates(data: Any, kinds: Mapping[str, type[Schema]], allow_empty: bool = True) -> list[dict[str, Any]]:
     """Validate an `{"updates": [...]}` body whose elements are discriminated by `@type`."""
     if not isinstance(data, dict):
         raise IllegalArgument("The request body must be a JSON object")
@@ -293,7 +357,7 @@ def load_updates(data: Any, kinds: dict[str, type[Schema]], allow_empty: bool = 
     result = []
     for i, update in enumerate(updates):
         kind = update.get("@type") if isinstance(update, dict) else None
-        if kind not in kinds:
+        if not isinstance(kind, str) or kind not in kinds:  # an unhashable @type must be a 400, not a 500
             raise IllegalArgument(
                 f"Invalid request: updates[{i}]: unknown @type {kind!r}; expected one of {', '.join(sorted(kinds))}"
             )

@@ -22,9 +22,16 @@ def json_body(required: bool = True) -> Any:
             raise IllegalArgument("Request body cannot be null")
         return None
     try:
-        return json.loads(raw)
+        return json.loads(raw, parse_constant=_reject_constant)
     except (ValueError, UnicodeDecodeError) as exc:
         raise IllegalArgument(f"Malformed json request: {exc}") from None
+    except RecursionError:  # absurdly deep nesting: still the client's mistake, not a 500
+        raise IllegalArgument("Malformed json request: the JSON is nested too deeply") from None
+
+
+def _reject_constant(name: str) -> Any:
+    """NaN and Infinity are not JSON (Jackson rejects them too)."""
+    raise ValueError(f"{name} is not valid JSON")
 
 
 def flag(name: str, default: bool = False) -> bool:

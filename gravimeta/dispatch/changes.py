@@ -12,6 +12,7 @@ from gravimeta.entities import Catalog, Column, Metalake, Schema, Table
 from gravimeta.errors import IllegalArgument
 
 Change = dict[str, Any]
+Changes = list[Change]  # an alias: in the dispatchers, `list` names their own list() method
 
 
 def is_rename(change: Change) -> bool:
@@ -113,7 +114,29 @@ def _rename_column(table: Table, change: Change) -> None:
     new_name = change["newFieldName"]
     if new_name != column.name and table.column(new_name) is not None:
         raise IllegalArgument(f"Column {new_name} already exists in table {table.name}")
+    _rename_references(table, column.name, new_name)
     column.name = new_name
+
+
+def _rename_references(table: Table, old: str, new: str) -> None:
+    """Carry a column rename into the indexes, partitioning, sort orders and distribution that name
+    the column (as MySQL does for indexes), so they do not end up pointing at a missing column."""
+
+    def rename(path: list[str]) -> list[str]:
+        return [new] if path == [old] else path
+
+    for index in table.indexes:
+        index["fieldNames"] = [rename(p) for p in index.get("fieldNames", [])]
+    for part in table.partitioning:
+        if "fieldName" in part:
+            part["fieldName"] = rename(part["fieldName"])
+        if "fieldNames" in part:
+            part["fieldNames"] = [rename(p) for p in part["fieldNames"]]
+    terms = [order.get("sortTerm", {}) for order in table.sort_orders]
+    terms += (table.distribution or {}).get("funcArgs", [])
+    for term in terms:
+        if term.get("type") == "field":
+            term["fieldName"] = rename(term["fieldName"])
 
 
 def _delete_column(table: Table, change: Change) -> None:
@@ -127,8 +150,10 @@ def _delete_column(table: Table, change: Change) -> None:
 
 def _update_position(table: Table, change: Change) -> None:
     index, column = _find(table, change["fieldName"])
-    del table.columns[index]
     position = change["newPosition"]
+    if isinstance(position, dict) and position.get("after") == column.name:
+        raise IllegalArgument(f"Column {column.name} cannot be placed after itself")
+    del table.columns[index]
     if position == "default":
         table.columns.append(column)
     else:
