@@ -62,7 +62,7 @@ class Connector(ABC):
         if missing:
             raise IllegalArgument(f"Missing required catalog properties: {', '.join(missing)}")
 
-    def test_connection(self) -> None:
+    def test_connection(self) -> None:  # noqa: B027 - an optional hook; doing nothing is the default
         """Raise ConnectionFailed when the external system cannot be reached."""
 
     # schemas
@@ -97,7 +97,7 @@ class Connector(ABC):
     @abstractmethod
     def list_tables(self, schema: str) -> list[str]: ...
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - an optional hook; doing nothing is the default
         """Release resources; called when the catalog is dropped or the server stops."""
 
 

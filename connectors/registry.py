@@ -10,7 +10,11 @@ from gravimeta.errors import IllegalArgument
 
 ENTRY_POINT_GROUP = "gravimeta.connectors"
 # Used when the package metadata is not installed (running from a source tree).
-_BUILTIN = {"memory": "connectors.memory:MemoryConnector"}
+_BUILTIN = {
+    "memory": "connectors.memory:MemoryConnector",
+    "sqlite": "connectors.sqlite_catalog:SQLiteCatalogConnector",
+    "hive": "connectors.hive:HiveConnector",
+}
 
 
 class ConnectorRegistry:

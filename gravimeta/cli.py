@@ -96,5 +96,24 @@ def db_current(settings) -> None:  # type: ignore[no-untyped-def]
     engine.dispose()
 
 
+@main.group("hive-stub")
+def hive_stub() -> None:
+    """The Hive-metastore-like HTTP service behind the `hive` provider (for tests and demos)."""
+
+
+@hive_stub.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="address to bind (keep it loopback).")
+@click.option("--port", type=int, default=0, show_default=True, help="port; 0 picks a free one.")
+@click.option("--data", "data_dir", type=click.Path(file_okay=False), required=True, help="storage directory.")
+@click.option("--ready-file", type=click.Path(dir_okay=False), help="write the bound port here once listening.")
+def hive_stub_serve(host: str, port: int, data_dir: str, ready_file: str | None) -> None:
+    """Serve the stub metastore until killed."""
+    from pathlib import Path
+
+    from connectors.hive_stub.server import serve
+
+    serve(host, port, Path(data_dir), Path(ready_file) if ready_file else None)
+
+
 if __name__ == "__main__":
     main()

@@ -1,0 +1,61 @@
+"""Connector fixtures: a SQLite catalog under a per-test root, and the Hive-like stub as a real
+subprocess (one per test module, faults cleared before every test)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from connectors.base import CatalogContext
+from connectors.hive import HiveConnector
+from connectors.sqlite_catalog import ROOT_ENV, SQLiteCatalogConnector
+from tests.connectors.stub_process import StubProcess
+
+
+@pytest.fixture
+def sqlite_root(tmp_path, monkeypatch):
+    root = tmp_path / "sqlite-root"
+    root.mkdir()
+    monkeypatch.setenv(ROOT_ENV, str(root))
+    return root
+
+
+@pytest.fixture
+def sqlite_connector(sqlite_root) -> SQLiteCatalogConnector:
+    return SQLiteCatalogConnector(CatalogContext("lake", "sq", {"path": "catalogs/sq.db"}))
+
+
+@pytest.fixture(scope="module")
+def hive_stub(tmp_path_factory) -> Iterator[StubProcess]:
+    stub = StubProcess(tmp_path_factory.mktemp("hive-stub")).start()
+    yield stub
+    stub.stop()
+
+
+@pytest.fixture
+def stub(hive_stub: StubProcess) -> StubProcess:
+    """The module's stub, running and without faults (a test may have crashed it)."""
+    if hive_stub.process is None or hive_stub.process.poll() is not None:
+        hive_stub.start()
+    hive_stub.clear_faults()
+    return hive_stub
+
+
+@pytest.fixture
+def hive_connector(stub: StubProcess) -> HiveConnector:
+    return HiveConnector(CatalogContext("lake", "hv", {"metastore.uris": stub.uri, "client.timeout-ms": "3000"}))
+
+
+@pytest.fixture(params=["sqlite", "hive"])
+def connector(request):
+    """Each real connector, for the contract every provider must keep."""
+    return request.getfixturevalue(f"{request.param}_connector")
+
+
+@pytest.fixture
+def name():
+    """A fresh name factory: name('orders') -> 'orders_1a2b3c4d'."""
+    suffix = uuid.uuid4().hex[:8]
+    return lambda base: f"{base}_{suffix}"
