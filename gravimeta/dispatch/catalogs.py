@@ -6,7 +6,7 @@ from __future__ import annotations
 from gravimeta import errors
 from gravimeta.concurrency.coordinator import Coordinator
 from gravimeta.concurrency.tree_lock import LockType
-from gravimeta.dispatch.changes import Change, apply_catalog_changes, is_rename
+from gravimeta.dispatch.changes import Changes, apply_catalog_changes, is_rename
 from gravimeta.dispatch.connector_cache import ConnectorCache
 from gravimeta.entities import Catalog, Metalake, NameIdentifier
 from gravimeta.store import EntityStore
@@ -42,7 +42,7 @@ class CatalogDispatcher:
         with self.coordinator.structural(NameIdentifier.of(catalog.metalake), LockType.WRITE):
             return self.store.create_catalog(catalog, user, precheck=require_metalake_in_use)
 
-    def alter(self, metalake: str, name: str, changes: list[Change], user: str) -> Catalog:
+    def alter(self, metalake: str, name: str, changes: Changes, user: str) -> Catalog:
         current = self.load(metalake, name)
         if not current.in_use:
             raise errors.CatalogNotInUse(f"Catalog {metalake}.{name} is not in use; enable it first")
@@ -85,7 +85,7 @@ class CatalogDispatcher:
                     connector.close()
         return dropped
 
-    def test_connection(self, metalake: str, name: str, changes: list[Change]) -> None:
+    def test_connection(self, metalake: str, name: str, changes: Changes) -> None:
         catalog = self.load(metalake, name)
         candidate = apply_catalog_changes(catalog, list(changes))
         connector_class = self.connectors.registry.get(candidate.provider)

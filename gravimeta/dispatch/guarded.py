@@ -24,7 +24,7 @@ def catalog_in_use(store: EntityStore, metalake: str, catalog: str) -> Catalog:
     return loaded
 
 
-def store_then_engine(store_step: Callable[[], T], engine_step: Callable[[T], None], undo_store: Callable[[T], None]) -> T:
+def store_then_engine(store_step: Callable[[], T], engine_step: Callable[[T], None], undo_store: Callable[[T], object]) -> T:
     """Record the change in the store, then apply it to the engine; if the engine fails, undo the
     store change so that the two agree, and re-raise the engine's error."""
     result = store_step()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from gravimeta import errors
 from gravimeta.concurrency.coordinator import Coordinator
 from gravimeta.concurrency.tree_lock import LockType
-from gravimeta.dispatch.changes import Change, apply_metalake_changes, is_rename
+from gravimeta.dispatch.changes import Changes, apply_metalake_changes, is_rename
 from gravimeta.dispatch.connector_cache import ConnectorCache
 from gravimeta.entities import ROOT, Metalake, NameIdentifier
 from gravimeta.store import EntityStore
@@ -27,7 +27,7 @@ class MetalakeDispatcher:
         with self.coordinator.structural(ROOT, LockType.WRITE):
             return self.store.create_metalake(metalake, user)
 
-    def alter(self, name: str, changes: list[Change], user: str) -> Metalake:
+    def alter(self, name: str, changes: Changes, user: str) -> Metalake:
         def mutate(metalake: Metalake) -> Metalake:
             if not metalake.in_use:
                 raise errors.MetalakeNotInUse(f"Metalake {name} is not in use; enable it first")
@@ -57,7 +57,10 @@ class MetalakeDispatcher:
                 raise errors.MetalakeInUse(f"Metalake {name} is in use; disable it first or use force=true")
 
         with self.coordinator.structural(ROOT, LockType.WRITE):
-            catalogs = self.store.list_catalogs(name) if force else []
+            try:
+                catalogs = self.store.list_catalogs(name) if force else []
+            except errors.NoSuchMetalake:
+                return False  # dropping a missing metalake is not an error, force or not
             dropped = self.store.drop_metalake(name, cascade=force, precheck=precheck)
             if dropped:
                 self.connectors.forget(name)
