@@ -37,9 +37,11 @@ class ClaimBackend(Protocol):
 class Coordinator:
     """Orders cross-node claims and in-process TreeLocks for the dispatchers."""
 
-    def __init__(self, tree_lock: TreeLock, claims: ClaimBackend | None = None):
+    def __init__(self, tree_lock: TreeLock, claims: ClaimBackend | None = None, runtime: object | None = None):
         self.tree_lock = tree_lock
         self.claims = claims
+        #: what keeps the cross-node layer alive (bootstrap.DistributedLock: heartbeat thread, node row)
+        self.runtime = runtime
 
     @contextmanager
     def structural(self, scope: NameIdentifier, lock_type: LockType = LockType.WRITE) -> Iterator[None]:

@@ -1,0 +1,108 @@
+"""Builds the cross-node half of the coordinator from the settings (called by app.build_services).
+
+Flag off: no claim backend, so every operation issues exactly the queries it issued before; the only
+database work is this worker's row in gm_node (written at start, refreshed every 30 s by a background
+thread), so that flag-on peers can see a half-done rollout.
+Flag on: the configured backend (docs/ha.md):
+  LEASE_TABLE  the scope lease on every database;
+  PG_ADVISORY  advisory locks on PostgreSQL (only sound for store-only work, see pg_advisory.py);
+  AUTO         on PostgreSQL the advisory path where it is sound and the lease elsewhere, per operation;
+               on SQLite and MySQL/MariaDB the lease table.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine
+
+from gravimeta.concurrency.coordinator import ClaimBackend
+from gravimeta.concurrency.db_clock import dialect_of
+from gravimeta.concurrency.heartbeat import Heartbeat
+from gravimeta.concurrency.node_registry import NodeRegistry
+from gravimeta.concurrency.pg_advisory import AdvisoryBackend, AutoBackend, lock_in_claim_transaction
+from gravimeta.concurrency.reclaimer import reclaim_expired
+from gravimeta.concurrency.scope_lease import LeaseBackend
+from gravimeta.config import Settings
+
+log = logging.getLogger(__name__)
+
+FLAG_OFF_HEARTBEAT_S = 30.0
+#: connector providers that keep no state outside the worker process (AUTO may use advisory locks)
+LOCAL_PROVIDERS = frozenset({"memory"})
+
+
+@dataclass
+class DistributedLock:
+    """What build_services keeps alive for the cross-node layer of one worker process."""
+
+    claims: ClaimBackend | None
+    backend: str
+    heartbeat: Heartbeat
+    registry: NodeRegistry
+
+
+def catalog_locality(store: Any, registry: Any) -> Callable[[str, str], bool]:
+    """For AUTO: whether a catalog's connector keeps no state outside this process (one snapshot read)."""
+
+    def is_local(metalake: str, catalog: str) -> bool:
+        provider = store.get_catalog(metalake, catalog).provider
+        return provider in LOCAL_PROVIDERS or bool(getattr(registry.get(provider), "process_local", False))
+
+    return is_local
+
+
+def node_id() -> str:
+    """This replica's id: GRAVIMETA_NODE_ID, else host name plus a random suffix per process start."""
+    return os.environ.get("GRAVIMETA_NODE_ID") or f"{socket.gethostname()}-{uuid.uuid4().hex[:6]}"
+
+
+def effective_backend(settings: Settings, engine: Engine) -> str:
+    if not settings.distributed_lock_enabled:
+        return "NONE"
+    dialect = dialect_of(engine)
+    wanted = settings.distributed_lock_backend
+    if wanted == "PG_ADVISORY" and dialect != "postgresql":
+        raise ValueError(f"distributed-lock backend PG_ADVISORY needs PostgreSQL, not {dialect}")
+    if wanted == "AUTO" and dialect != "postgresql":
+        return "LEASE_TABLE"
+    return wanted
+
+
+def start_distributed_lock(
+    settings: Settings, engine: Engine, catalog_is_local: Callable[[str, str], bool] | None = None
+) -> DistributedLock:
+    """Register this worker, start its heartbeat thread, and build the configured claim backend."""
+    backend = effective_backend(settings, engine)
+    node = node_id()
+    ttl_ms, timeout_ms = settings.lease_ttl_ms, settings.claim_timeout_ms
+    enabled = settings.distributed_lock_enabled
+    heartbeat = Heartbeat(ttl_ms / 3000 if enabled else FLAG_OFF_HEARTBEAT_S)
+    registry = NodeRegistry(engine, node, enabled, backend, live_window_ms=max(3 * ttl_ms, 90_000))
+    claims: ClaimBackend | None = None
+    if enabled:
+        also_lock = lock_in_claim_transaction if dialect_of(engine) == "postgresql" else None
+        lease = LeaseBackend(engine, node, ttl_ms, timeout_ms, heartbeat=heartbeat, also_lock=also_lock)
+        heartbeat.add_task("reclaimer", lambda: _discard(reclaim_expired(engine)), every=3)
+        if backend == "LEASE_TABLE":
+            claims = lease
+        elif backend == "PG_ADVISORY":
+            claims = AdvisoryBackend(timeout_ms)
+        else:
+            claims = AutoBackend(AdvisoryBackend(timeout_ms), lease, catalog_is_local or (lambda m, c: False))
+    heartbeat.add_task("node-registry", registry.beat, every=1 if not enabled else 3)
+    registry.register()
+    registry.warn_on_mixed_rollout()
+    heartbeat.ensure_started()
+    log.info("distributed lock %s (backend %s), node %s", "ON" if enabled else "OFF", backend, registry.row_id)
+    return DistributedLock(claims, backend, heartbeat, registry)
+
+
+def _discard(_: object) -> None:
+    """Heartbeat tasks return nothing."""

@@ -1,0 +1,51 @@
+"""Scope paths as the claim layer stores them: '/' for the root, '/m/c/s' for a schema scope.
+
+Relatedness is decided on the string: P and Q are related when equal or when one is a prefix of the
+other followed by '/'. A name that itself contains '/' can only make two paths look related that are
+not (false contention), never hide a real ancestor, so the check errs on the safe side.
+"""
+
+from __future__ import annotations
+
+from gravimeta.entities import NameIdentifier
+
+ROOT_PATH = "/"
+LIKE_ESCAPE = "!"
+
+
+def scope_path(ident: NameIdentifier) -> str:
+    return "/" + "/".join(ident.levels)
+
+
+def ancestors(path: str) -> list[str]:
+    """Proper ancestors of `path`, root first: '/m/c' -> ['/', '/m']."""
+    if path == ROOT_PATH:
+        return []
+    parts = path.split("/")[1:]
+    return [ROOT_PATH] + ["/" + "/".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def is_ancestor(a: str, b: str) -> bool:
+    return a != b and (a == ROOT_PATH or b.startswith(a + "/"))
+
+
+def related(a: str, b: str) -> bool:
+    return a == b or is_ancestor(a, b) or is_ancestor(b, a)
+
+
+def escape_like(text: str) -> str:
+    """Escape LIKE wildcards (and the escape character itself) with LIKE_ESCAPE."""
+    return text.replace(LIKE_ESCAPE, LIKE_ESCAPE * 2).replace("%", LIKE_ESCAPE + "%").replace("_", LIKE_ESCAPE + "_")
+
+
+def descendant_pattern(path: str) -> str:
+    """A LIKE pattern (escape LIKE_ESCAPE) matching every proper descendant of `path`."""
+    prefix = ROOT_PATH if path == ROOT_PATH else path + "/"
+    return escape_like(prefix) + "%"
+
+
+def anchor_of(path: str) -> str:
+    """The serializer row a claim on `path` locks exclusively: '/' for the root, else '/<first level>'."""
+    if path == ROOT_PATH:
+        return ROOT_PATH
+    return "/" + path.split("/")[1]

@@ -1,0 +1,341 @@
+"""The scope lease (backend LEASE_TABLE): cross-node claims as rows of gm_scope_lease (DESIGN.md §3).
+
+A claim on P is granted in ONE transaction that
+  1. locks the serializer rows: gm_claim_anchor '/' FOR KEY SHARE and '/<metalake>' FOR UPDATE (a root
+     claim locks '/' FOR UPDATE). Every two related paths share an anchor, so their claim transactions
+     run one after the other and each sees the other's committed row (READ COMMITTED re-reads per
+     statement). On SQLite the transaction is BEGIN IMMEDIATE, which serializes all writers anyway;
+  2. reads the claims on P, its ancestors (IN list) and its descendants (LIKE 'P/%' with wildcards
+     escaped), judging expiry with the database clock; any live one means "busy": roll back and wait;
+  3. deletes the expired related claims it found (a steal: their holders' fence checks now fail),
+  4. takes the next fence for P from gm_scope_fence (never deleted, so fences never reset), and
+  5. inserts the claim row, expiring TTL later by the database clock.
+Release deletes the row only if (holder, fence) still match. The fence guard runs first inside every
+store write transaction of the operation: it re-reads the claim row FOR UPDATE and raises FenceLost
+unless holder, fence and an unexpired lease all match, so a holder that was paused past its lease and
+lost the claim cannot commit. A stealer must delete that row first, so it waits for any store
+transaction that passed the guard to finish.
+
+The holder renews its claims every TTL/3 from the heartbeat thread and trusts a claim only until
+(start of its last successful renewal + TTL) by its own monotonic clock, which is never later than the
+database's expiry; past that it treats the claim as lost without asking the database.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable
+
+from sqlalchemy import Connection, Engine, delete, insert, or_, select, update
+from sqlalchemy.dialects.mysql import insert as mysql_insert
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from gravimeta import errors
+from gravimeta.concurrency import metrics, paths
+from gravimeta.concurrency.db_clock import db_now, db_now_plus, dialect_of
+from gravimeta.concurrency.heartbeat import Heartbeat
+from gravimeta.concurrency.tables import claim_anchor, scope_fence, scope_lease
+from gravimeta.entities import NameIdentifier
+from gravimeta.store.guard import WriteGuard
+
+log = logging.getLogger(__name__)
+
+#: Test-only switches that disable one safety mechanism, so the HA tests can show that they fail
+#: without it. Never set by the server.
+UNSAFE_NAIVE_CLAIM = "naive_claim"  # SELECT conflicts, then INSERT in another transaction, no anchors
+UNSAFE_NO_FENCE = "no_fence"  # the fence guard does nothing
+UNSAFE_NO_LOCAL_DEADLINE = "no_local_deadline"  # trust the claim locally forever (only the DB check)
+
+
+class _Backoff:
+    """Exponential backoff with full jitter, capped, never sleeping past the deadline."""
+
+    def __init__(self, first_s: float = 0.002, cap_s: float = 0.1):
+        self.next_s, self.cap_s = first_s, cap_s
+
+    def sleep(self, deadline: float) -> None:
+        delay = min(random.uniform(0, self.next_s), max(0.0, deadline - time.monotonic()))
+        self.next_s = min(self.cap_s, self.next_s * 2)
+        time.sleep(delay)
+
+
+class LeaseClaim:
+    """A granted claim: its row is (path, holder, fence); valid locally until `deadline` (monotonic)."""
+
+    def __init__(self, backend: LeaseBackend, path: str, holder: str, fence: int, deadline: float):
+        self.backend, self.path, self.holder, self.fence = backend, path, holder, fence
+        self.deadline = deadline
+        self.lost = False
+        self.released = False
+
+    def trusted(self) -> bool:
+        """Whether this process may still act on the claim without asking the database."""
+        if self.lost:
+            return False
+        if UNSAFE_NO_LOCAL_DEADLINE in self.backend.unsafe:
+            return True
+        if time.monotonic() >= self.deadline:
+            self.mark_lost("not renewed before its local deadline")
+        return not self.lost
+
+    def mark_lost(self, why: str) -> None:
+        if not self.lost:
+            self.lost = True
+            metrics.claims_lost.inc()
+            log.warning("claim on %s (holder %s, fence %d) lost: %s", self.path, self.holder, self.fence, why)
+
+    def fence_guard(self) -> WriteGuard:
+        """A guard for EntityStore.write(): the claim row, locked, must still be ours and unexpired."""
+        if UNSAFE_NO_FENCE in self.backend.unsafe:
+            return lambda session: None
+        return self._check_fence
+
+    def _check_fence(self, session: Session) -> None:
+        if not self.trusted():
+            metrics.fence_rejects.inc()
+            raise errors.FenceLost(f"The claim on {self.path} expired before this change could be saved; retry")
+        row = session.execute(
+            select(scope_lease.c.holder_id, scope_lease.c.fence,
+                   (scope_lease.c.lease_expires_at > db_now(self.backend.dialect)).label("live"))
+            .where(scope_lease.c.scope_path == self.path)
+            .with_for_update()
+        ).first()
+        if row is None or row.holder_id != self.holder or row.fence != self.fence or not row.live:
+            self.mark_lost("its row was stolen, released or expired")
+            metrics.fence_rejects.inc()
+            raise errors.FenceLost(
+                f"The claim on {self.path} was taken over by another operation (fence {self.fence}); "
+                "this change was not saved; retry"
+            )
+
+    def release(self) -> None:
+        """Delete the claim row if it is still ours. Never raises: an unreleased row simply expires."""
+        if self.released:
+            return
+        self.released = True
+        self.backend._untrack(self)
+        try:
+            with self.backend.engine.begin() as conn:
+                conn.execute(delete(scope_lease).where(
+                    scope_lease.c.scope_path == self.path,
+                    scope_lease.c.holder_id == self.holder,
+                    scope_lease.c.fence == self.fence,
+                ))
+        except Exception:  # the caller's own outcome matters more; the lease expires after its TTL
+            log.exception("could not release the claim on %s; it will expire", self.path)
+
+
+class LeaseBackend:
+    """ClaimBackend on the gm_scope_lease table; one per worker process."""
+
+    name = "LEASE_TABLE"
+
+    def __init__(
+        self,
+        engine: Engine,
+        node_id: str,
+        ttl_ms: int = 15000,
+        timeout_ms: int = 10000,
+        heartbeat: Heartbeat | None = None,
+        unsafe: Iterable[str] = (),
+        also_lock: Callable[[Connection, str], bool] | None = None,
+    ):
+        self.engine, self.node_id = engine, node_id
+        self.dialect = dialect_of(engine)
+        self.ttl_ms, self.timeout_ms = ttl_ms, timeout_ms
+        self.unsafe = frozenset(unsafe)
+        #: optional hook (PG advisory hybrid): also_lock(conn, path) -> bool, run inside the claim transaction
+        self.also_lock = also_lock
+        self.heartbeat = heartbeat or Heartbeat(ttl_ms / 3000)
+        self.heartbeat.add_task("renew-claims", self.renew_all)
+        self._claims: dict[str, LeaseClaim] = {}
+        self._claims_lock = threading.Lock()
+        self._claims_pid = os.getpid()
+        self._known_anchors: set[str] = set()
+
+    # ----------------------------------------------------------------- claiming
+
+    def claim(self, scope: NameIdentifier) -> LeaseClaim:
+        return self.claim_path(paths.scope_path(scope))
+
+    def claim_path(self, path: str) -> LeaseClaim:
+        """Claim `path`, waiting with backoff while a related live claim exists; ScopeBusy on timeout."""
+        self.heartbeat.ensure_started()
+        holder = f"{self.node_id}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        started = time.monotonic()
+        deadline = started + self.timeout_ms / 1000
+        backoff = _Backoff()
+        while True:
+            attempt_at = time.monotonic()
+            fence = self._try_claim(path, holder)
+            if fence is not None:
+                claim = LeaseClaim(self, path, holder, fence, attempt_at + self.ttl_ms / 1000)
+                self._track(claim)
+                metrics.claim_acquire_seconds.labels(self.name).observe(time.monotonic() - started)
+                return claim
+            metrics.contention_waits.labels(self.name).inc()
+            if time.monotonic() >= deadline:
+                metrics.scope_busy.labels(self.name).inc()
+                raise errors.ScopeBusy(
+                    f"Another operation is changing {path} or a related scope; gave up after "
+                    f"{self.timeout_ms} ms, retry later"
+                )
+            backoff.sleep(deadline)
+
+    def _try_claim(self, path: str, holder: str) -> int | None:
+        """One attempt: the fence granted, or None if a live related claim exists."""
+        if UNSAFE_NAIVE_CLAIM in self.unsafe:
+            return self._try_claim_naive(path, holder)
+        anchors = self._anchors(path)
+        self._ensure_anchors(anchors)
+        try:
+            with self.engine.connect() as conn:
+                conn.execution_options(sqlite_begin="IMMEDIATE")
+                with conn.begin():
+                    if not self._lock_anchors(conn, path, anchors):
+                        self._known_anchors.difference_update(anchors)
+                        return None
+                    if self.also_lock is not None and not self.also_lock(conn, path):
+                        return None
+                    if not self._clear_related(conn, path):
+                        return None
+                    return self._grant(conn, path, holder)
+        except IntegrityError:  # a row we could not see yet (e.g. MySQL PAD SPACE equality): just retry
+            return None
+
+    def _try_claim_naive(self, path: str, holder: str) -> int | None:
+        with self.engine.begin() as conn:
+            if not self._clear_related(conn, path):
+                return None
+        try:
+            with self.engine.begin() as conn:
+                return self._grant(conn, path, holder)
+        except IntegrityError:
+            return None
+
+    def _clear_related(self, conn: Connection, path: str) -> bool:
+        """False if a live claim on a related path exists; otherwise delete the expired ones (steals)."""
+        lease = scope_lease.c
+        related = or_(
+            lease.scope_path.in_([path, *paths.ancestors(path)]),
+            lease.scope_path.like(paths.descendant_pattern(path), escape=paths.LIKE_ESCAPE),
+        )
+        rows = conn.execute(
+            select(lease.scope_path, lease.holder_id, lease.fence,
+                   (lease.lease_expires_at > db_now(self.dialect)).label("live"))
+            .where(related)
+        ).all()
+        rows = [r for r in rows if paths.related(r.scope_path, path)]  # SQLite LIKE ignores ASCII case
+        if any(r.live for r in rows):
+            return False
+        for r in rows:
+            stolen = conn.execute(delete(scope_lease).where(
+                lease.scope_path == r.scope_path, lease.holder_id == r.holder_id, lease.fence == r.fence,
+                lease.lease_expires_at <= db_now(self.dialect),
+            )).rowcount
+            if stolen:
+                metrics.steals.inc()
+                log.info("stole expired claim on %s (holder %s, fence %d)", r.scope_path, r.holder_id, r.fence)
+        return True
+
+    def _grant(self, conn: Connection, path: str, holder: str) -> int:
+        fence_col = scope_fence.c
+        bumped = conn.execute(
+            update(scope_fence).where(fence_col.scope_path == path).values(fence=fence_col.fence + 1)
+        ).rowcount
+        if bumped:
+            fence = conn.execute(select(fence_col.fence).where(fence_col.scope_path == path)).scalar_one()
+        else:
+            fence = 1
+            conn.execute(insert(scope_fence).values(scope_path=path, fence=fence))
+        now = db_now(self.dialect)
+        conn.execute(insert(scope_lease).values(
+            scope_path=path, holder_id=holder, fence=fence,
+            lease_expires_at=db_now_plus(self.dialect, self.ttl_ms), acquired_at=now, updated_at=now,
+        ))
+        return fence
+
+    # ----------------------------------------------------------------- anchors
+
+    @staticmethod
+    def _anchors(path: str) -> list[str]:
+        anchor = paths.anchor_of(path)
+        return [paths.ROOT_PATH] if anchor == paths.ROOT_PATH else [paths.ROOT_PATH, anchor]
+
+    def _ensure_anchors(self, anchors: list[str]) -> None:
+        """Create missing anchor rows in their own transaction (rows are never deleted)."""
+        missing = [a for a in anchors if a not in self._known_anchors]
+        if not missing or self.dialect == "sqlite":
+            return
+        stmt = (
+            pg_insert(claim_anchor).on_conflict_do_nothing() if self.dialect == "postgresql"
+            else mysql_insert(claim_anchor).prefix_with("IGNORE")
+        )
+        with self.engine.begin() as conn:
+            conn.execute(stmt, [{"anchor": a} for a in missing])
+        self._known_anchors.update(missing)
+
+    def _lock_anchors(self, conn: Connection, path: str, anchors: list[str]) -> bool:
+        if self.dialect == "sqlite":  # BEGIN IMMEDIATE already made this the only writer
+            return True
+        anchor = claim_anchor.c.anchor
+        root = select(anchor).where(anchor == paths.ROOT_PATH)
+        if len(anchors) == 1:  # a root claim excludes every other claim: FOR UPDATE on '/'
+            return conn.execute(root.with_for_update()).first() is not None
+        # FOR KEY SHARE on PostgreSQL (LOCK IN SHARE MODE on MySQL): conflicts with FOR UPDATE only.
+        # (key_share without read would be FOR NO KEY UPDATE, which does NOT conflict with it.)
+        found = conn.execute(root.with_for_update(read=True, key_share=True)).first()
+        return found is not None and conn.execute(
+            select(anchor).where(anchor == anchors[1]).with_for_update()
+        ).first() is not None
+
+    # ----------------------------------------------------------------- renewal
+
+    def _track(self, claim: LeaseClaim) -> None:
+        with self._claims_lock:
+            if self._claims_pid != os.getpid():  # forked: the parent's claims are not ours to renew
+                self._claims, self._claims_pid = {}, os.getpid()
+            self._claims[claim.holder] = claim
+        metrics.active_claims.inc()
+
+    def _untrack(self, claim: LeaseClaim) -> None:
+        with self._claims_lock:
+            if self._claims.pop(claim.holder, None) is not None:
+                metrics.active_claims.dec()
+
+    def live_claims(self) -> list[LeaseClaim]:
+        with self._claims_lock:
+            return list(self._claims.values())
+
+    def renew_all(self) -> None:
+        """Extend every live claim of this process by TTL (heartbeat task)."""
+        for claim in self.live_claims():
+            if claim.released or not claim.trusted():
+                continue
+            started = time.monotonic()
+            try:
+                with self.engine.begin() as conn:
+                    renewed = conn.execute(update(scope_lease).where(
+                        scope_lease.c.scope_path == claim.path,
+                        scope_lease.c.holder_id == claim.holder,
+                        scope_lease.c.fence == claim.fence,
+                        scope_lease.c.lease_expires_at > db_now(self.dialect),
+                    ).values(
+                        lease_expires_at=db_now_plus(self.dialect, self.ttl_ms), updated_at=db_now(self.dialect),
+                    )).rowcount
+            except Exception as exc:
+                metrics.heartbeat_failures.labels("lease").inc()
+                log.warning("could not renew the claim on %s: %s", claim.path, exc)
+                claim.trusted()  # marks it lost if its deadline has passed meanwhile
+                continue
+            if renewed:
+                claim.deadline = started + self.ttl_ms / 1000
+            elif not claim.released:
+                claim.mark_lost("its row was stolen or had expired at renewal")

@@ -1,0 +1,40 @@
+"""Core table descriptions of the claim layer (created only by alembic/versions/0002_scope_lease.py)."""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Boolean, Column, DateTime, Integer, MetaData, String, Table
+
+PATH_LENGTH = 600
+metadata = MetaData()
+
+scope_lease = Table(
+    "gm_scope_lease", metadata,
+    Column("scope_path", String(PATH_LENGTH), primary_key=True),
+    Column("holder_id", String(200), nullable=False),
+    Column("fence", BigInteger, nullable=False),
+    Column("lease_expires_at", DateTime(timezone=True), nullable=False),
+    Column("acquired_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+)
+
+scope_fence = Table(
+    "gm_scope_fence", metadata,
+    Column("scope_path", String(PATH_LENGTH), primary_key=True),
+    Column("fence", BigInteger, nullable=False),
+)
+
+claim_anchor = Table(
+    "gm_claim_anchor", metadata,
+    Column("anchor", String(PATH_LENGTH), primary_key=True),
+)
+
+node = Table(
+    "gm_node", metadata,
+    Column("node_id", String(200), primary_key=True),
+    Column("host", String(255), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("lock_enabled", Boolean, nullable=False),
+    Column("backend", String(32), nullable=False),
+    Column("heartbeat_at", DateTime(timezone=True), nullable=False),
+    Column("started_at", DateTime(timezone=True), nullable=False),
+)

@@ -1,0 +1,91 @@
+"""HA test support: child processes driven line by line, and the switch that disables one safety
+mechanism so that a run can show the test fails without it.
+
+GRAVIMETA_HA_DISABLE (test-only) may name one mechanism:
+  naive_claim       claims check, then insert, in separate transactions, without anchor rows (test a)
+  no_fence          the fence guard does nothing (test b)
+  treelock_first    the coordinator takes the TreeLock before the claim (test c)
+  flag_gate         the flag-off services get a claim backend anyway (test d)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DISABLED = os.environ.get("GRAVIMETA_HA_DISABLE", "")
+
+
+def disabled(mechanism: str) -> bool:
+    return DISABLED == mechanism
+
+
+class Child:
+    """A `python -m tests.ha.child` process; `expect` reads its next status line with a deadline."""
+
+    def __init__(self, mode: str, cfg: dict):
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.ha.child", mode, json.dumps(cfg)],
+            cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            start_new_session=True,
+        )
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self._lines.put(line.strip())
+        self._lines.put(None)
+
+    def expect(self, prefix: str, timeout: float = 20.0) -> str:
+        try:
+            line = self._lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"child said nothing for {timeout}s (waiting for {prefix})") from None
+        if line is None:
+            err = self.process.stderr.read() if self.process.stderr else ""
+            raise AssertionError(f"child exited before {prefix}: {err[-3000:]}")
+        assert line.startswith(prefix), f"expected {prefix}, child said {line!r}"
+        return line[len(prefix):].strip()
+
+    def send(self, line: str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+
+    def signal(self, sig: int) -> None:
+        os.killpg(self.process.pid, sig)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGCONT)
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.process.wait(10)
+
+
+@pytest.fixture
+def children():
+    """Start children with children(mode, cfg); all are killed at the end of the test."""
+    started: list[Child] = []
+
+    def start(mode: str, cfg: dict) -> Child:
+        child = Child(mode, cfg)
+        started.append(child)
+        return child
+
+    yield start
+    for child in started:
+        child.stop()
