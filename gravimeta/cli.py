@@ -49,6 +49,7 @@ def serve(settings, bind, workers, threads, timeout, migrate) -> None:  # type: 
         sys.exit(2)
     finally:
         engine.dispose()
+    _prepare_multiprocess_metrics()
     bind = bind or f"{settings.host}:{settings.port}"
     click.echo(f"gravimeta serving http://{bind}/api on {engine.url.render_as_string(hide_password=True)}")
     options = {
@@ -61,6 +62,43 @@ def serve(settings, bind, workers, threads, timeout, migrate) -> None:  # type: 
         "accesslog": "-",
     }
     GunicornServer(settings, options).run()
+
+
+def _prepare_multiprocess_metrics() -> None:
+    """Give gunicorn's workers a shared directory for Prometheus samples (before any worker imports
+    prometheus_client), so /metrics on any worker reports the sum over all of them."""
+    import os
+    import tempfile
+
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="gravimeta-metrics-")
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table.")
+@click.pass_obj
+def locks(settings, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+    """List the cross-node claims and the registered replicas in the shared database."""
+    import json
+
+    from gravimeta.concurrency.node_registry import list_nodes
+    from gravimeta.concurrency.reclaimer import live_claims
+    from gravimeta.store.database import create_store_engine
+
+    engine = create_store_engine(settings.resolved_store_url())
+    claims, nodes = live_claims(engine), list_nodes(engine)
+    engine.dispose()
+    if as_json:
+        click.echo(json.dumps({"claims": claims, "nodes": nodes}, indent=2))
+        return
+    click.echo(f"{len(claims)} claim(s)")
+    for c in claims:
+        state = "live" if c["live"] else "EXPIRED"
+        click.echo(f"  {c['path']}  fence={c['fence']}  holder={c['holder']}  expires={c['expires_at']}  {state}")
+    click.echo(f"{len(nodes)} worker process(es)")
+    for n in nodes:
+        flag = "lock ON " if n["lockEnabled"] else "lock OFF"
+        click.echo(f"  {n['node']}  {flag} {n['backend']}  heartbeat={n['heartbeatAt']}  {'live' if n['live'] else 'gone'}")
 
 
 @main.group()

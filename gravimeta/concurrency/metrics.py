@@ -29,3 +29,6 @@ mixed_rollout_peers = Gauge(
     "gravimeta_mixed_rollout_peers", "Live peers whose distributed-lock flag differs from this node's.",
     multiprocess_mode="livemax",
 )
+snapshot_reads = Counter(
+    "gravimeta_snapshot_read_transactions_total", "Multi-query reads run in one snapshot transaction."
+)

@@ -101,3 +101,19 @@ class NodeRegistry:
     def unregister(self) -> None:
         with self.engine.begin() as conn:
             conn.execute(delete(node).where(node.c.node_id == self.row_id))
+
+
+def list_nodes(engine: Engine, live_window_ms: int = 90_000) -> list[dict[str, object]]:
+    """Every registered worker process with whether its heartbeat is recent (for `gravimeta locks`)."""
+    dialect = dialect_of(engine)
+    live = (node.c.heartbeat_at > db_now_plus(dialect, -live_window_ms)).label("live")
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(node.c.node_id, node.c.host, node.c.pid, node.c.lock_enabled, node.c.backend,
+                   node.c.heartbeat_at, live).order_by(node.c.node_id)
+        ).all()
+    return [
+        {"node": r.node_id, "host": r.host, "pid": r.pid, "lockEnabled": bool(r.lock_enabled),
+         "backend": r.backend, "heartbeatAt": str(r.heartbeat_at), "live": bool(r.live)}
+        for r in rows
+    ]

@@ -1,0 +1,44 @@
+"""Operator endpoints: live cross-node claims and replicas (/api/admin/locks), Prometheus /metrics.
+
+Not part of Gravitino's API. They read the shared database directly, so any replica shows the claims of
+all replicas. (Restricting them to an admin user is the authentication issue's work.)
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from flask import Blueprint, Response, current_app
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, multiprocess
+
+from gravimeta.api.dto import ok
+from gravimeta.concurrency.node_registry import list_nodes
+from gravimeta.concurrency.reclaimer import live_claims
+
+blueprint = Blueprint("admin", __name__)
+
+
+@blueprint.get("/api/admin/locks")
+def locks() -> Any:
+    services = current_app.extensions["gravimeta"]
+    engine = services.store.engine
+    runtime = services.coordinator.runtime
+    return ok(
+        distributedLock={
+            "enabled": services.settings.distributed_lock_enabled,
+            "backend": getattr(runtime, "backend", "NONE"),
+        },
+        claims=live_claims(engine),
+        nodes=list_nodes(engine),
+    )
+
+
+@blueprint.get("/metrics")
+def metrics() -> Response:
+    """Prometheus text format; sums over all gunicorn workers when PROMETHEUS_MULTIPROC_DIR is set."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        return Response(generate_latest(registry), mimetype=CONTENT_TYPE_LATEST)
+    return Response(generate_latest(), mimetype=CONTENT_TYPE_LATEST)
