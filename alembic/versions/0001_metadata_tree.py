@@ -15,9 +15,20 @@ branch_labels = None
 depends_on = None
 
 
+def _name_collation() -> str:
+    """A binary, NO PAD collation on MySQL/MariaDB, so names compare byte for byte as on the other
+    backends: "Sales" != "sales", and "x" != "x " (utf8mb4_bin is PAD SPACE: it ignores trailing
+    spaces in comparisons and unique keys)."""
+    dialect = op.get_bind().dialect
+    if getattr(dialect, "is_mariadb", False):
+        return "utf8mb4_nopad_bin"  # MariaDB 10.2+
+    if dialect.name == "mysql" and (dialect.server_version_info or (0,)) >= (8, 0):
+        return "utf8mb4_0900_bin"
+    return "utf8mb4_bin"  # MySQL 5.7 has no NO PAD binary collation: trailing spaces are ignored there
+
+
 def _name() -> sa.types.TypeEngine:
-    # Binary collation on MySQL/MariaDB so that "Sales" and "sales" are different names, as elsewhere.
-    return sa.String(128).with_variant(mysql.VARCHAR(128, collation="utf8mb4_bin"), "mysql", "mariadb")
+    return sa.String(128).with_variant(mysql.VARCHAR(128, collation=_name_collation()), "mysql", "mariadb")
 
 
 def _json() -> sa.types.TypeEngine:

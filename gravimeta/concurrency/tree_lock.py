@@ -41,10 +41,15 @@ class _RWLock:
                 self._readers += 1
             else:
                 self._writers_waiting += 1
+                granted = False
                 try:
                     self._cond.wait_for(lambda: not self._writer and not self._readers)
+                    granted = True
                 finally:
                     self._writers_waiting -= 1
+                    if not granted:
+                        # readers held back for this writer must not wait for a wake-up that never comes
+                        self._cond.notify_all()
                 self._writer = True
 
     def release(self, lock_type: LockType) -> None:

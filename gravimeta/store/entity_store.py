@@ -2,8 +2,10 @@
 
 Safety that does not depend on any lock layer (DESIGN.md §9, "defence in depth"):
 - unique (parent, name) keys decide racing creates and renames: the loser gets XAlreadyExists;
-- a create locks its parent row FOR SHARE, a drop locks its row FOR UPDATE and checks/deletes the
-  children after that lock, so a child can never be created under a parent that is being dropped;
+- a create locks its parent row FOR SHARE; a drop locks its row FOR UPDATE and then, level by level
+  from the root down, locks the rows it is about to delete FOR UPDATE before it reads their children.
+  So a child can never be created (or a table's columns replaced) under a row that is being dropped,
+  and a cascade never meets a child committed after it listed the children (a foreign-key error);
 - updates lock the row FOR UPDATE and bump its version, so concurrent property changes never lose one;
 - multi-query reads run in one snapshot transaction.
 """
@@ -34,35 +36,65 @@ Mutation = Callable[[T], T]
 # Transient errors worth retrying the whole transaction for: deadlocks and serialization failures.
 _RETRYABLE_PG = {"40P01", "40001"}
 _RETRYABLE_MYSQL = {1213, 1205}
+# Unique-key violations: the database decided a create/rename race (foreign-key errors are not these).
+_UNIQUE_PG = "23505"
+_UNIQUE_MYSQL = {1062, 1586}
+_UNIQUE_SQLITE = {1555, 2067}  # SQLITE_CONSTRAINT_PRIMARYKEY, SQLITE_CONSTRAINT_UNIQUE
 
 
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _is_retryable(exc: DBAPIError) -> bool:
+def _sqlstate(orig: BaseException | None) -> str | None:
+    return getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+
+
+def _mysql_code(orig: BaseException | None) -> Any:
+    args: tuple[Any, ...] = getattr(orig, "args", ())
+    return args[0] if args else None
+
+
+def _is_retryable(exc: BaseException) -> bool:
+    """A deadlock or serialization failure, also when it is the cause/context of a later error: on
+    MySQL a deadlock rolls back the whole transaction, and a ROLLBACK TO SAVEPOINT issued while
+    unwinding then fails with 'SAVEPOINT does not exist', hiding the deadlock."""
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return False
+        if isinstance(seen, DBAPIError):
+            orig = seen.orig
+            if _sqlstate(orig) in _RETRYABLE_PG or _mysql_code(orig) in _RETRYABLE_MYSQL:
+                return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _is_unique_violation(exc: IntegrityError) -> bool:
     orig = exc.orig
-    sqlstate = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
-    if sqlstate in _RETRYABLE_PG:
+    if _sqlstate(orig) == _UNIQUE_PG:  # not `is not None`: PyMySQL errors carry a sqlstate too (23000)
         return True
-    args = getattr(orig, "args", ())
-    return bool(args) and args[0] in _RETRYABLE_MYSQL
+    if getattr(orig, "sqlite_errorcode", None) is not None:
+        return getattr(orig, "sqlite_errorcode", None) in _UNIQUE_SQLITE
+    return _mysql_code(orig) in _UNIQUE_MYSQL or "UNIQUE constraint failed" in str(orig)
 
 
 class EntityStore:
     """The relational record of metalakes, catalogs, schemas and tables."""
 
-    def __init__(self, engine: Engine, max_retries: int = 5):
+    def __init__(self, engine: Engine, max_retries: int = 5, on_snapshot: Callable[[], object] | None = None):
         self.engine = engine
         self.max_retries = max_retries
-        #: incremented by every snapshot transaction (exported as a metric by the coordinator layer)
-        self.snapshot_reads = 0
+        #: called once per snapshot transaction (the app counts them in a Prometheus metric)
+        self.on_snapshot = on_snapshot
 
     # ----------------------------------------------------------------- transactions
 
     @contextmanager
     def snapshot(self) -> Iterator[Session]:
-        self.snapshot_reads += 1
+        if self.on_snapshot is not None:
+            self.on_snapshot()
         with self._translated(), snapshot_session(self.engine) as session:
             yield session
 
@@ -393,30 +425,39 @@ def _touch(row: MetalakeRow | CatalogRow | SchemaRow | TableRow, user: str) -> N
 
 
 def _flush_unique(s: Session, conflict: errors.AlreadyExists) -> None:
-    """Flush; a unique-key violation becomes the given AlreadyExists (the database decided the race)."""
+    """Flush; a unique-key violation becomes the given AlreadyExists (the database decided the race).
+
+    No savepoint: the caller's transaction is abandoned anyway when the conflict is raised, and on
+    MySQL a deadlock inside a savepoint surfaced as 'SAVEPOINT does not exist' and was not retried."""
     try:
-        with s.begin_nested():
-            s.flush()
+        s.flush()
     except IntegrityError as exc:
-        raise conflict from exc
+        if _is_unique_violation(exc):
+            raise conflict from exc
+        raise
+
+
+# The cascade helpers take a SELECT of ids, lock those rows FOR UPDATE (waiting out any transaction
+# that holds them: a create under them holds FOR SHARE, a column change holds FOR UPDATE) and only then
+# read and delete their children, so the deletes see every child committed before the lock.
 
 
 def _delete_tables(s: Session, table_ids: Any) -> None:
-    ids = list(s.scalars(table_ids))
+    ids = list(s.scalars(table_ids.with_for_update()))
     if ids:
         s.execute(delete(ColumnRow).where(ColumnRow.table_id.in_(ids)))
         s.execute(delete(TableRow).where(TableRow.id.in_(ids)))
 
 
 def _delete_schemas(s: Session, schema_ids: Any) -> None:
-    ids = list(s.scalars(schema_ids))
+    ids = list(s.scalars(schema_ids.with_for_update()))
     if ids:
         _delete_tables(s, select(TableRow.id).where(TableRow.schema_id.in_(ids)))
         s.execute(delete(SchemaRow).where(SchemaRow.id.in_(ids)))
 
 
 def _delete_catalogs(s: Session, catalog_ids: Any) -> None:
-    ids = list(s.scalars(catalog_ids))
+    ids = list(s.scalars(catalog_ids.with_for_update()))
     if ids:
         _delete_schemas(s, select(SchemaRow.id).where(SchemaRow.catalog_id.in_(ids)))
         s.execute(delete(CatalogRow).where(CatalogRow.id.in_(ids)))

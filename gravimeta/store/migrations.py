@@ -36,7 +36,12 @@ def current_revision(engine: Engine) -> str | None:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Apply migrations up to `revision` on the engine's database."""
+    """Apply migrations up to `revision` on the engine's database (a no-op when it is there already).
+    A database stamped by a newer gravimeta is refused with SchemaVersionMismatch, not Alembic's
+    "Can't locate revision"."""
+    current = current_revision(engine)
+    if current is not None and current not in _known_revisions():
+        raise _newer(engine, current)
     config = alembic_config(engine)
     with engine.begin() as conn:
         config.attributes["connection"] = conn
@@ -53,13 +58,21 @@ def check_schema(engine: Engine) -> None:
         raise SchemaVersionMismatch(
             f"The database {url} has no gravimeta schema. Run `gravimeta db upgrade` first."
         )
-    known = {rev.revision for rev in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
-    if current not in known:
-        raise SchemaVersionMismatch(
-            f"The database {url} is at schema revision {current}, which is newer than this gravimeta "
-            f"(head {head}). Upgrade gravimeta, or point it at another database."
-        )
+    if current not in _known_revisions():
+        raise _newer(engine, current)
     raise SchemaVersionMismatch(
         f"The database {url} is at schema revision {current}, older than this code's {head}. "
         "Run `gravimeta db upgrade`."
+    )
+
+
+def _known_revisions() -> set[str]:
+    return {rev.revision for rev in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
+
+
+def _newer(engine: Engine, current: str) -> SchemaVersionMismatch:
+    url = engine.url.render_as_string(hide_password=True)
+    return SchemaVersionMismatch(
+        f"The database {url} is at schema revision {current}, which is newer than this gravimeta "
+        f"(head {head_revision()}). Upgrade gravimeta, or point it at another database."
     )

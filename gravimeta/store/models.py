@@ -2,8 +2,10 @@
 (alembic/versions); these classes describe them for queries.
 
 Names are case-sensitive on every backend: SQLite and PostgreSQL compare bytes by default, and on
-MySQL/MariaDB the name columns use a binary collation. Unique (parent, name) keys and foreign keys
-make duplicate names and orphans impossible at the database level, whatever the lock layers do.
+MySQL/MariaDB the name columns use a binary NO PAD collation, so trailing spaces count too (the
+migration picks it per server; the collation below only matters for create_all, which gravimeta never
+uses). Unique (parent, name) keys and foreign keys make duplicate names and orphans impossible at the
+database level, whatever the lock layers do.
 """
 
 from __future__ import annotations
