@@ -11,14 +11,15 @@ from flask import Flask
 
 from connectors.registry import ConnectorRegistry
 from gravimeta.api import register_api
-from gravimeta.concurrency.bootstrap import catalog_locality, start_distributed_lock
 from gravimeta.concurrency import metrics
+from gravimeta.concurrency.bootstrap import catalog_locality, start_distributed_lock
 from gravimeta.concurrency.coordinator import Coordinator
 from gravimeta.concurrency.tree_lock import TreeLock
 from gravimeta.config import Settings, load_settings
 from gravimeta.dispatch import Dispatchers
 from gravimeta.dispatch.catalogs import CatalogDispatcher
 from gravimeta.dispatch.connector_cache import ConnectorCache
+from gravimeta.dispatch.journal import Reconciler
 from gravimeta.dispatch.metalakes import MetalakeDispatcher
 from gravimeta.dispatch.schemas import SchemaDispatcher
 from gravimeta.dispatch.tables import TableDispatcher
@@ -36,6 +37,8 @@ class Services:
     coordinator: Coordinator
     connectors: ConnectorCache
     dispatchers: Dispatchers
+    #: runs journalled connector operations and repairs the ones left open (`gravimeta repair`)
+    reconciler: Reconciler
 
 
 def build_services(settings: Settings, registry: ConnectorRegistry | None = None) -> Services:
@@ -45,13 +48,14 @@ def build_services(settings: Settings, registry: ConnectorRegistry | None = None
     connectors = ConnectorCache(registry or ConnectorRegistry())
     distributed = start_distributed_lock(settings, engine, catalog_locality(store, connectors.registry))
     coordinator = Coordinator(TreeLock(), distributed.claims, distributed)
+    reconciler = Reconciler(store, coordinator, connectors)
     dispatchers = Dispatchers(
         metalakes=MetalakeDispatcher(store, coordinator, connectors),
         catalogs=CatalogDispatcher(store, coordinator, connectors),
-        schemas=SchemaDispatcher(store, coordinator, connectors),
-        tables=TableDispatcher(store, coordinator, connectors),
+        schemas=SchemaDispatcher(store, coordinator, connectors, reconciler),
+        tables=TableDispatcher(store, coordinator, connectors, reconciler),
     )
-    return Services(settings, store, coordinator, connectors, dispatchers)
+    return Services(settings, store, coordinator, connectors, dispatchers, reconciler)
 
 
 def create_app(settings: Settings | None = None, **overrides: Any) -> Flask:

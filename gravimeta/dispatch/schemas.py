@@ -1,19 +1,25 @@
-"""Schema operations. Create and drop WRITE-lock the catalog; alter WRITE-locks the schema."""
+"""Schema operations. Create and drop WRITE-lock the catalog and run as journalled connector
+operations (intent, engine, store: gravimeta/dispatch/journal.py); alter WRITE-locks the schema."""
 
 from __future__ import annotations
 
 from gravimeta.concurrency.coordinator import Coordinator
 from gravimeta.concurrency.tree_lock import LockType
-from gravimeta.dispatch.changes import Change, apply_schema_changes
+from gravimeta.dispatch.changes import Changes, apply_schema_changes
 from gravimeta.dispatch.connector_cache import ConnectorCache
-from gravimeta.dispatch.guarded import catalog_in_use, store_then_engine
+from gravimeta.dispatch.guarded import catalog_in_use
+from gravimeta.dispatch.intents import to_json
+from gravimeta.dispatch.journal import Reconciler
 from gravimeta.entities import NameIdentifier, Schema
 from gravimeta.store import EntityStore
+from gravimeta.store import preconditions as pre
 
 
 class SchemaDispatcher:
-    def __init__(self, store: EntityStore, coordinator: Coordinator, connectors: ConnectorCache):
+    def __init__(self, store: EntityStore, coordinator: Coordinator, connectors: ConnectorCache,
+                 reconciler: Reconciler | None = None):
         self.store, self.coordinator, self.connectors = store, coordinator, connectors
+        self.reconciler = reconciler or Reconciler(store, coordinator, connectors)
 
     def list(self, m: str, c: str) -> list[Schema]:
         with self.coordinator.local(NameIdentifier.of(m, c), LockType.READ):
@@ -26,23 +32,30 @@ class SchemaDispatcher:
             return self.store.get_schema(m, c, name)
 
     def create(self, m: str, c: str, schema: Schema, user: str) -> Schema:
-        with self.coordinator.structural(NameIdentifier.of(m, c), LockType.WRITE):
+        scope = NameIdentifier.of(m, c)
+        with self.coordinator.structural(scope, LockType.WRITE):
             connector = self.connectors.for_catalog(catalog_in_use(self.store, m, c))
-            return store_then_engine(
-                lambda: self.store.create_schema(m, c, schema, user),
-                connector.create_schema,
-                lambda created: self.store.drop_schema(m, c, created.name, cascade=False),
+            self.reconciler.before_structural(scope)
+            created: Schema = self.reconciler.run(
+                scope, connector, "create_schema", {"m": m, "c": c, "user": user, "schema": to_json(schema)},
+                lambda s: pre.schema_creatable(self.store, s, m, c, schema.name),
             )
+            return created
 
-    def alter(self, m: str, c: str, name: str, changes: list[Change], user: str) -> Schema:
+    def alter(self, m: str, c: str, name: str, changes: Changes, user: str) -> Schema:
         with self.coordinator.local(NameIdentifier.of(m, c, name), LockType.WRITE):
             catalog_in_use(self.store, m, c)
             return self.store.update_schema(m, c, name, lambda s: apply_schema_changes(s, changes), user)[1]
 
     def drop(self, m: str, c: str, name: str, cascade: bool) -> bool:
-        with self.coordinator.structural(NameIdentifier.of(m, c), LockType.WRITE):
+        """Engine first (with cascade: the store decided emptiness), then the store; False when the
+        store has no such schema (the engine is not asked)."""
+        scope = NameIdentifier.of(m, c)
+        with self.coordinator.structural(scope, LockType.WRITE):
             connector = self.connectors.for_catalog(catalog_in_use(self.store, m, c))
-            dropped = self.store.drop_schema(m, c, name, cascade)
-            if dropped:
-                connector.drop_schema(name, cascade=True)
-            return dropped
+            self.reconciler.before_structural(scope)
+            dropped = self.reconciler.run(
+                scope, connector, "drop_schema", {"m": m, "c": c, "user": "", "name": name},
+                lambda s: pre.schema_droppable(self.store, s, m, c, name, cascade),
+            )
+            return dropped is not None

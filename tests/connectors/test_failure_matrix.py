@@ -1,17 +1,20 @@
 """The failure-injection matrix: every structural operation, for each real connector, with a failure
-injected at each step between the EntityStore and the engine. Afterwards the store and the engine must
-agree (or the divergence must be recorded for a repair mechanism), and the client must have got a
-clear error.
+injected at each step of the journalled order (intent -> engine -> store, docs/consistency.md).
+After the repair runs where the design runs it (the reclaimer / `gravimeta repair`: `repair_pending`),
+the store and the engine must agree and the journal must be empty, and the client must have got a
+clear error (status, code, type, message).
 
 Failure points:
-- refused:  the engine rejects the call before applying it (HTTP 500 / connection refused);
-- lost:     the engine applies the call but its answer is lost (stub crashes after persisting);
-- timeout:  (hive) the call hangs past the client timeout and is applied later;
-- died:     gravimeta itself dies between the store step and the engine step.
+- rejected:   the engine answers with a refusal (a 4xx-class error): nothing happened anywhere;
+- refused:    the engine call fails without applying, but the dispatcher cannot know that
+              (sqlite: injected ConnectionFailed; hive: the metastore answers HTTP 500);
+- lost:       the engine applies the call but its answer is lost (sqlite: injected; hive: the stub
+              crashes after persisting);
+- timeout:    (hive) the call hangs past the client timeout and is applied later;
+- died:       gravimeta dies after recording the intent, before the engine call;
+- died-after: gravimeta dies after the engine applied the call, before the store step.
 
-Cases the current dispatchers (store-first, compensate on error, no journal) cannot keep consistent
-are listed in KNOWN_DIVERGENT and marked xfail(strict=True): when the dispatcher gains the journal
-described in docs/consistency.md they start passing and the strict marker makes the list shrink.
+KNOWN_DIVERGENT lists cases the repair cannot bring into agreement (xfail, strict); it is empty.
 """
 
 from __future__ import annotations
@@ -48,11 +51,15 @@ def with_injected_faults(base: type) -> type:
             mode = Faulty.plan.pop(method, None)
             if mode == "died":
                 raise ProcessDied(f"gravimeta died before {method}")
+            if mode == "rejected":
+                raise errors.IllegalArgument(f"injected: the engine rejected {method} as invalid")
             if mode == "refused":
                 raise errors.ConnectionFailed(f"injected: the engine refused {method}")
             result = getattr(base, method)(self, *args, **kwargs)
             if mode == "lost":
                 raise errors.ConnectionFailed(f"injected: the answer of {method} was lost")
+            if mode == "died-after":
+                raise ProcessDied(f"gravimeta died after {method}")
             return result
 
         return call
@@ -66,23 +73,17 @@ FaultySQLite = with_injected_faults(SQLiteCatalogConnector)
 FaultyHive = with_injected_faults(HiveConnector)
 
 OPERATIONS = ("create_schema", "drop_schema", "create_table", "rename_table", "drop_table")
-POINTS = {"sqlite": ("refused", "lost", "died"), "hive": ("refused", "lost", "timeout", "died")}
+POINTS = {"sqlite": ("rejected", "refused", "lost", "died", "died-after"),
+          "hive": ("rejected", "refused", "lost", "timeout", "died", "died-after")}
+IN_PROCESS_POINTS = ("rejected", "died", "died-after")
 
-# (provider, operation, point) the current store-first dispatchers leave diverged, with what remains.
-KNOWN_DIVERGENT = {
-    **{(p, "create_schema", x): "engine keeps an orphan schema after the store step is undone"
-       for p in ("sqlite", "hive") for x in ("lost", "timeout")},
-    **{(p, "create_table", x): "engine keeps an orphan table after the store step is undone"
-       for p in ("sqlite", "hive") for x in ("lost", "timeout")},
-    **{(p, "rename_table", x): "engine has the new name, the store the old one after its undo"
-       for p in ("sqlite", "hive") for x in ("lost", "timeout")},
-    **{(p, "drop_schema", x): "store dropped, engine keeps the schema and its tables"
-       for p in ("sqlite", "hive") for x in ("refused", "died")},
-    **{(p, "drop_table", x): "store dropped, engine keeps the table"
-       for p in ("sqlite", "hive") for x in ("refused", "died")},
-    **{(p, op, "died"): "store committed, engine never called, nothing recorded"
-       for p in ("sqlite", "hive") for op in ("create_schema", "create_table", "rename_table")},
-}
+# (provider, operation, point) -> why store and engine still disagree after the repair. Empty: every
+# case is brought into agreement (docs/consistency.md §4). A case added here must say what remains.
+KNOWN_DIVERGENT: dict[tuple[str, str, str], str] = {}
+
+# What the repair does with the intent each failure point leaves.
+REPAIR_OUTCOME = {"rejected": {}, "refused": {"rolled back": 1}, "died": {"rolled back": 1},
+                  "lost": {"rolled forward": 1}, "timeout": {"rolled forward": 1}, "died-after": {"rolled forward": 1}}
 
 
 def matrix() -> list[object]:
@@ -114,6 +115,10 @@ class World:
     def engine(self):
         return self.services.connectors.for_catalog(self.services.store.get_catalog("m", "c"))
 
+    @property
+    def reconciler(self):
+        return self.services.reconciler
+
     def views(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
         """(store, engine): schema name -> table names, for the schemas this test uses."""
         store = {s.name: self.services.store.list_tables("m", "c", s.name)
@@ -124,7 +129,21 @@ class World:
 
 @pytest.fixture
 def world(request, sqlite_url, sqlite_root, hive_stub, name):
-    provider = request.node.callspec.params["provider"]
+    yield from make_world(request.node.callspec.params["provider"], sqlite_url, hive_stub, name)
+
+
+@pytest.fixture
+def world_sqlite(sqlite_url, sqlite_root, name):
+    yield from make_world("sqlite", sqlite_url, None, name)
+
+
+@pytest.fixture(params=[False, True], ids=["claims-off", "claims-on"])
+def world_on_every_backend(request, db_url, sqlite_root, name):
+    """The sqlite provider over each metadata database, with the cross-node claims off and on."""
+    yield from make_world("sqlite", db_url, None, name, Settings(store_url=db_url, distributed_lock_enabled=request.param))
+
+
+def make_world(provider, sqlite_url, hive_stub, name, settings=None):
     FaultySQLite.plan.clear()
     FaultyHive.plan.clear()
     stub = None
@@ -137,7 +156,7 @@ def world(request, sqlite_url, sqlite_root, hive_stub, name):
     else:
         properties = {"path": "matrix/cat.db"}
     registry = ConnectorRegistry({"sqlite": FaultySQLite, "hive": FaultyHive})
-    services = build_services(Settings(store_url=sqlite_url), registry)
+    services = build_services(settings or Settings(store_url=sqlite_url), registry)
     services.dispatchers.metalakes.create(Metalake("m"), USER)
     services.dispatchers.catalogs.create(Catalog("m", "c", "relational", provider, properties=properties), USER)
     yield World(services, provider, name("s"), stub)
@@ -170,7 +189,7 @@ STUB_OPS = {"create_schema": "create_database", "drop_schema": "drop_database", 
 
 
 def inject(world: World, operation: str, point: str) -> None:
-    if world.provider == "sqlite" or point == "died":
+    if world.provider == "sqlite" or point in IN_PROCESS_POINTS:
         (FaultySQLite if world.provider == "sqlite" else FaultyHive).plan[operation] = point
     elif point == "refused":
         world.stub.fault("fail", ops=[STUB_OPS[operation]])
@@ -192,18 +211,117 @@ def settle(world: World, point: str) -> None:
         world.stub.wait_idle()
 
 
+def assert_clear_error(error: errors.GravitinoError, point: str) -> None:
+    """A refusal comes back as the engine's own error; everything else as 502 'outcome unknown'."""
+    if point == "rejected":
+        expected = (400, 1001, "IllegalArgumentException")
+    else:
+        expected = (502, 1007, "ConnectionFailedException")
+        assert "outcome of this" in error.message and "will reconcile" in error.message, error.message
+    assert (error.http_status, error.code, error.type_name) == expected, error
+    assert "metastore" in error.message or "injected" in error.message, error.message
+
+
 @pytest.mark.parametrize("provider, operation, point", matrix())
-def test_store_and_engine_agree_after_a_failure(world, provider, operation, point):
+def test_store_and_engine_agree_after_a_failure_and_its_repair(world, provider, operation, point):
     action = prepare(world, operation)
     inject(world, operation, point)
     with pytest.raises((errors.GravitinoError, ProcessDied)) as raised:
         action()
     if not isinstance(raised.value, ProcessDied):
-        message = raised.value.message
-        assert ("metastore" in message or "injected" in message) and len(message) > 20, message
+        assert_clear_error(raised.value, point)
+    assert len(world.reconciler.journal.pending()) == (0 if point == "rejected" else 1)
     settle(world, point)
+    assert dict(world.reconciler.repair_pending(settle_s=0)) == REPAIR_OUTCOME[point]
     store, engine = world.views()
     assert store == engine, f"store {store} != engine {engine}"
+    assert world.reconciler.journal.pending() == []
+
+
+def test_the_next_structural_operation_on_a_scope_finishes_what_the_engine_applied(world_sqlite):
+    world = world_sqlite
+    action = prepare(world, "create_table")
+    inject(world, "create_table", "died-after")
+    with pytest.raises(ProcessDied):
+        action()
+    assert world.services.store.list_tables("m", "c", world.schema) == []
+    world.d.tables.create("m", "c", world.schema, orders("t3"), USER)
+    assert world.services.store.list_tables("m", "c", world.schema) == ["t", "t3"]
+    assert world.reconciler.journal.pending() == []
+    assert world.services.store.get_table("m", "c", world.schema, "t").columns == orders().columns
+
+
+def test_an_intent_the_engine_does_not_show_is_kept_until_it_is_older_than_the_settle_time(world_sqlite):
+    world = world_sqlite
+    action = prepare(world, "create_table")
+    inject(world, "create_table", "refused")
+    with pytest.raises(errors.ConnectionFailed):
+        action()
+    world.d.tables.create("m", "c", world.schema, orders("t3"), USER)  # repairs first, but the intent is young
+    [kept] = world.reconciler.journal.pending(settle_ms=60_000)
+    assert (kept.operation, kept.state, kept.settled) == ("create_table", "pending", False)
+    assert "injected: the engine refused create_table" in kept.detail
+    assert world.reconciler.repair_pending(settle_s=0) == {"rolled back": 1}
+    assert world.views()[0] == world.views()[1] == {world.schema: ["t3"]}
+
+
+def test_a_retried_drop_after_an_unknown_outcome_succeeds_and_leaves_both_sides_empty(world_sqlite):
+    world = world_sqlite
+    action = prepare(world, "drop_table")
+    inject(world, "drop_table", "lost")
+    with pytest.raises(errors.ConnectionFailed):
+        action()
+    assert world.d.tables.drop("m", "c", world.schema, "t") is False  # the repair already rolled it forward
+    assert world.views() == ({world.schema: []}, {world.schema: []})
+    assert world.reconciler.journal.pending() == []
+
+
+def test_a_rename_the_engine_shows_half_done_is_marked_stuck_not_guessed(world_sqlite):
+    world = world_sqlite
+    action = prepare(world, "rename_table")
+    inject(world, "rename_table", "died")
+    with pytest.raises(ProcessDied):
+        action()
+    world.engine.create_table(world.schema, orders("t2"))  # someone made the new name appear as well
+    assert world.reconciler.repair_pending(settle_s=0) == {"stuck": 1}
+    [stuck] = world.reconciler.journal.pending()
+    assert stuck.state == "stuck" and "neither" in stuck.detail
+    assert world.services.store.list_tables("m", "c", world.schema) == ["t"]
+
+
+@pytest.mark.parametrize("point", ["refused", "died-after"])
+def test_the_journal_runs_and_repairs_on_every_metadata_database(world_on_every_backend, point):
+    world = world_on_every_backend
+    action = prepare(world, "rename_table")
+    inject(world, "rename_table", point)
+    with pytest.raises((errors.ConnectionFailed, ProcessDied)):
+        action()
+    [left] = world.reconciler.journal.pending(settle_ms=60_000)
+    assert (left.operation, left.scope_path, left.settled) == ("rename_table", f"/m/c/{world.schema}", False)
+    assert world.reconciler.repair_pending() == ({"waiting": 1} if point == "refused" else {"rolled forward": 1})
+    assert world.reconciler.repair_pending(settle_s=0) == ({"rolled back": 1} if point == "refused" else {})
+    assert world.views() == ({world.schema: ["t" if point == "refused" else "t2"]},) * 2
+    world.d.tables.drop("m", "c", world.schema, "t" if point == "refused" else "t2")
+    assert world.views() == ({world.schema: []},) * 2 and world.reconciler.journal.pending() == []
+
+
+def test_gravimeta_repair_command_finishes_open_intents(world_sqlite, sqlite_url):
+    from click.testing import CliRunner
+
+    from gravimeta.cli import main
+
+    world = world_sqlite
+    action = prepare(world, "create_table")
+    inject(world, "create_table", "died-after")
+    with pytest.raises(ProcessDied):
+        action()
+    listed = CliRunner().invoke(main, ["--store-url", sqlite_url, "repair", "--list"])
+    assert listed.exit_code == 0, listed.output
+    assert "open: #" in listed.output and "create_table /m/c/" in listed.output
+    result = CliRunner().invoke(main, ["--store-url", sqlite_url, "repair", "--settle-seconds", "0"])
+    assert result.exit_code == 0, result.output
+    assert "repair: 1 rolled forward" in result.output
+    assert world.views() == ({world.schema: ["t"]}, {world.schema: ["t"]})
 
 
 @pytest.mark.parametrize("provider", ["sqlite", "hive"])

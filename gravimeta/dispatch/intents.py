@@ -1,0 +1,121 @@
+"""The structural connector operations the journal knows, each as three steps driven by its journalled
+payload alone (so a repair in another process can run them):
+
+- engine:  the idempotent connector call;
+- observe: what the engine really has -> APPLIED, NOT_APPLIED or UNCLEAR;
+- apply:   the store change, idempotent; returns (result, committed), where committed is False when the
+           store already had the change and the transaction that would have ended the intent rolled back.
+
+Every payload carries the metalake `m`, catalog `c` and `user` besides the operation's own fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from connectors.base import Connector
+from gravimeta import errors
+from gravimeta.dispatch.table_rules import table_mutation
+from gravimeta.entities import Audit, Column, Schema, Table
+from gravimeta.store import EntityStore
+
+APPLIED, NOT_APPLIED, UNCLEAR = "applied", "not applied", "unclear"
+Payload = dict[str, Any]
+
+
+def to_json(entity: Schema | Table) -> dict[str, Any]:
+    return asdict(entity)
+
+
+def schema_of(data: dict[str, Any]) -> Schema:
+    return Schema(**{**data, "audit": Audit(**data["audit"])})
+
+
+def table_of(data: dict[str, Any]) -> Table:
+    return Table(**{**data, "columns": [Column(**c) for c in data["columns"]], "audit": Audit(**data["audit"])})
+
+
+def _tables(connector: Connector, schema: str) -> list[str]:
+    try:
+        return connector.list_tables(schema)
+    except errors.NoSuchSchema:
+        return []
+
+
+@dataclass(frozen=True)
+class Operation:
+    describe: str
+    engine: Callable[[Connector, Payload], object]
+    observe: Callable[[Connector, Payload], str]
+    apply: Callable[[EntityStore, Payload], tuple[Any, bool]]
+
+
+def _create_schema(store: EntityStore, p: Payload) -> tuple[Any, bool]:
+    try:
+        return store.create_schema(p["m"], p["c"], schema_of(p["schema"]), p["user"]), True
+    except errors.SchemaAlreadyExists:
+        return store.get_schema(p["m"], p["c"], p["schema"]["name"]), False
+
+
+def _create_table(store: EntityStore, p: Payload) -> tuple[Any, bool]:
+    table = table_of(p["table"])
+    try:
+        return store.create_table(p["m"], p["c"], p["schema"], table, p["user"]), True
+    except errors.TableAlreadyExists:
+        return store.get_table(p["m"], p["c"], p["schema"], table.name), False
+
+
+def _rename_engine(connector: Connector, p: Payload) -> None:
+    before, after = table_of(p["before"]), table_of(p["after"])
+    target = p["new_schema"] or p["schema"]
+    if (target, after.name) != (p["schema"], before.name):
+        connector.rename_table(p["schema"], before.name, target, after.name)
+    connector.alter_table(target, replace(before, name=after.name), after)
+
+
+def _rename_observe(connector: Connector, p: Payload) -> str:
+    old, new = (p["schema"], p["name"]), (p["new_schema"] or p["schema"], p["after"]["name"])
+    if old == new:
+        return APPLIED  # an alter without a real rename: the store change is the safe side
+    has_old, has_new = old[1] in _tables(connector, old[0]), new[1] in _tables(connector, new[0])
+    return {(False, True): APPLIED, (True, False): NOT_APPLIED}.get((has_old, has_new), UNCLEAR)
+
+
+def _rename_apply(store: EntityStore, p: Payload) -> tuple[Any, bool]:
+    m, c, target = p["m"], p["c"], p["new_schema"] or p["schema"]
+    try:
+        mutate = table_mutation(p["changes"])
+        return store.update_table(m, c, p["schema"], p["name"], mutate, p["user"], new_schema=p["new_schema"])[1], True
+    except errors.NoSuchTable:
+        return store.get_table(m, c, target, p["after"]["name"]), False  # NoSuchTable again if neither
+
+
+OPERATIONS: dict[str, Operation] = {
+    "create_schema": Operation(
+        "schema creation",
+        lambda conn, p: conn.create_schema(schema_of(p["schema"])),
+        lambda conn, p: APPLIED if p["schema"]["name"] in conn.list_schemas() else NOT_APPLIED,
+        _create_schema,
+    ),
+    "drop_schema": Operation(
+        "schema drop",
+        lambda conn, p: conn.drop_schema(p["name"], cascade=True),
+        lambda conn, p: NOT_APPLIED if p["name"] in conn.list_schemas() else APPLIED,
+        lambda store, p: (store.drop_schema(p["m"], p["c"], p["name"], cascade=True) or True, True),
+    ),
+    "create_table": Operation(
+        "table creation",
+        lambda conn, p: conn.create_table(p["schema"], table_of(p["table"])),
+        lambda conn, p: APPLIED if p["table"]["name"] in _tables(conn, p["schema"]) else NOT_APPLIED,
+        _create_table,
+    ),
+    "rename_table": Operation("table rename", _rename_engine, _rename_observe, _rename_apply),
+    "drop_table": Operation(
+        "table drop",
+        lambda conn, p: (conn.purge_table if p["purge"] else conn.drop_table)(p["schema"], p["name"]),
+        lambda conn, p: NOT_APPLIED if p["name"] in _tables(conn, p["schema"]) else APPLIED,
+        lambda store, p: (store.drop_table(p["m"], p["c"], p["schema"], p["name"]) or True, True),
+    ),
+}
