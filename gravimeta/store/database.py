@@ -10,6 +10,7 @@ Engines must be created after a fork (gunicorn post_fork): pooled connections ne
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -51,7 +52,18 @@ def _configure_sqlite(engine: Engine, in_memory: bool) -> None:
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
         mode = conn.get_execution_options().get("sqlite_begin", "DEFERRED")
+        if mode == _NO_BEGIN:  # TEST-ONLY (no_snapshot): stay in autocommit, one transaction per statement
+            return
         conn.exec_driver_sql(f"BEGIN {mode}")
+
+
+def disabled_for_test(mechanism: str) -> bool:
+    """TEST-ONLY: whether GRAVIMETA_HA_DISABLE names `mechanism` (tests/ha/conftest.py lists them).
+    The HA tests set it to show that a safety test fails without its mechanism; never set in service."""
+    return os.environ.get("GRAVIMETA_HA_DISABLE") == mechanism
+
+
+_NO_BEGIN = "NONE"
 
 
 def dialect_name(engine: Engine) -> str:
@@ -73,7 +85,9 @@ def write_session(engine: Engine) -> Iterator[Session]:
 def snapshot_session(engine: Engine) -> Iterator[Session]:
     """A read-only transaction in which every query sees the same snapshot."""
     with engine.connect() as conn:
-        if engine.dialect.name != "sqlite":
+        if disabled_for_test("no_snapshot"):  # TEST-ONLY: every statement sees the latest commit
+            conn = conn.execution_options(sqlite_begin=_NO_BEGIN)  # READ COMMITTED on PG/MySQL
+        elif engine.dialect.name != "sqlite":
             conn = conn.execution_options(isolation_level="REPEATABLE READ")
         with Session(bind=conn) as session, session.begin():
             yield session

@@ -19,14 +19,14 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Engine, delete, exists, select
+from sqlalchemy import Engine, and_, delete, exists, select
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
 from gravimeta import errors
 from gravimeta.entities import Audit, Catalog, Metalake, Schema, Table
 from gravimeta.store import convert
-from gravimeta.store.database import snapshot_session, write_session
+from gravimeta.store.database import disabled_for_test, snapshot_session, write_session
 from gravimeta.store.guard import current_guard
 from gravimeta.store.models import CatalogRow, ColumnRow, MetalakeRow, SchemaRow, TableRow
 
@@ -134,27 +134,29 @@ class EntityStore:
             raise errors.NoSuchMetalake(f"Metalake {name} does not exist")
         return row
 
+    # The parent chain is resolved inside the same statement (nested scalar subqueries on the unique
+    # (parent, name) keys), not one query per level: 1 statement unlocked, 2 locked (the parent id,
+    # then the row lock on the leaf alone: MariaDB would also lock rows read by a subquery). Only a
+    # miss walks the chain again, to name the level that is missing.
+
     def _catalog_row(self, s: Session, m: str, c: str, lock: str | None = None) -> CatalogRow:
-        metalake = self._metalake_row(s, m)
-        q = select(CatalogRow).where(CatalogRow.metalake_id == metalake.id, CatalogRow.name == c)
-        row = s.scalar(_locked(q, lock))
+        row = _child_row(s, CatalogRow, CatalogRow.metalake_id, _metalake_id(m), c, lock)
         if row is None:
+            self._metalake_row(s, m)
             raise errors.NoSuchCatalog(f"Catalog {m}.{c} does not exist")
         return row
 
     def _schema_row(self, s: Session, m: str, c: str, sc: str, lock: str | None = None) -> SchemaRow:
-        catalog = self._catalog_row(s, m, c)
-        q = select(SchemaRow).where(SchemaRow.catalog_id == catalog.id, SchemaRow.name == sc)
-        row = s.scalar(_locked(q, lock))
+        row = _child_row(s, SchemaRow, SchemaRow.catalog_id, _catalog_id(m, c), sc, lock)
         if row is None:
+            self._catalog_row(s, m, c)
             raise errors.NoSuchSchema(f"Schema {m}.{c}.{sc} does not exist")
         return row
 
     def _table_row(self, s: Session, m: str, c: str, sc: str, t: str, lock: str | None = None) -> TableRow:
-        schema = self._schema_row(s, m, c, sc)
-        q = select(TableRow).where(TableRow.schema_id == schema.id, TableRow.name == t)
-        row = s.scalar(_locked(q, lock))
+        row = _child_row(s, TableRow, TableRow.schema_id, _schema_id(m, c, sc), t, lock)
         if row is None:
+            self._schema_row(s, m, c, sc)
             raise errors.NoSuchTable(f"Table {m}.{c}.{sc}.{t} does not exist")
         return row
 
@@ -228,6 +230,19 @@ class EntityStore:
     def get_catalog(self, m: str, c: str) -> Catalog:
         with self.snapshot() as s:
             return convert.catalog_of(self._catalog_row(s, m, c), m)
+
+    def get_metalake_and_catalog(self, m: str, c: str) -> tuple[Metalake, Catalog | None]:
+        """The metalake and its catalog `c` (None if there is none) in one query: the in-use check of
+        every schema/table request."""
+        with self.snapshot() as s:
+            found = s.execute(
+                select(MetalakeRow, CatalogRow)
+                .outerjoin(CatalogRow, and_(CatalogRow.metalake_id == MetalakeRow.id, CatalogRow.name == c))
+                .where(MetalakeRow.name == m)
+            ).first()
+            if found is None:
+                raise errors.NoSuchMetalake(f"Metalake {m} does not exist")
+            return convert.metalake_of(found[0]), None if found[1] is None else convert.catalog_of(found[1], m)
 
     def create_catalog(self, catalog: Catalog, user: str, precheck: Callable[[Metalake], None] | None = None) -> Catalog:
         def work(s: Session) -> Catalog:
@@ -411,7 +426,30 @@ class EntityStore:
 # --------------------------------------------------------------------- helpers
 
 
+def _metalake_id(m: str) -> Any:
+    return select(MetalakeRow.id).where(MetalakeRow.name == m).scalar_subquery()
+
+
+def _catalog_id(m: str, c: str) -> Any:
+    return select(CatalogRow.id).where(CatalogRow.metalake_id == _metalake_id(m), CatalogRow.name == c).scalar_subquery()
+
+
+def _schema_id(m: str, c: str, sc: str) -> Any:
+    return select(SchemaRow.id).where(SchemaRow.catalog_id == _catalog_id(m, c), SchemaRow.name == sc).scalar_subquery()
+
+
+def _child_row(s: Session, model: Any, parent_column: Any, parent_id: Any, name: str, lock: str | None) -> Any:
+    """The row `name` under the parent whose id `parent_id` (a scalar subquery) selects, or None."""
+    if lock is not None:
+        parent_id = s.scalar(select(parent_id))
+        if parent_id is None:
+            return None
+    return s.scalar(_locked(select(model).where(parent_column == parent_id, model.name == name), lock))
+
+
 def _locked(query: Any, lock: str | None) -> Any:
+    if lock == "update" and disabled_for_test("no_row_lock"):  # TEST-ONLY: updates read without FOR UPDATE
+        return query
     if lock == "update":
         return query.with_for_update()
     if lock == "share":

@@ -1,0 +1,89 @@
+"""4. Reads: load-table requests per second per worker, against a trivial endpoint of the same app
+(GET /api/version, the framework's ceiling).
+
+    .venv/bin/python bench/reads.py [--quick] [--rounds 6] [--seconds 3] [--clients 4] [--backend postgresql]
+
+One replica with ONE gunicorn worker (4 threads), lock on (AUTO: reads never claim, so the mode does
+not matter), a table with 10 columns. Rounds alternate version, load, version, load ... with
+`clients` closed-loop keep-alive clients; the figure is load/s ÷ version/s per round, median over
+rounds. Target (issue 6): >= 0.5.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchlib import (  # noqa: E402
+    LOCK_ENV,
+    Call,
+    Http,
+    LoadResult,
+    database,
+    load_note,
+    make_tree,
+    md_table,
+    median,
+    pct,
+    replicas,
+    run_clients,
+    table_body,
+    tables_path,
+    until,
+    verdict,
+)
+
+TARGET = 0.5
+
+
+def read_load(base: str, path: str, clients: int, seconds: float) -> LoadResult:
+    def work(_i: int, call: Call) -> None:
+        more = until(seconds)
+        while more():
+            call(base, "GET", path)
+
+    return run_clients(clients, work)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="3 short rounds (< 40 s)")
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--backend", default="postgresql", choices=["postgresql", "mysql", "sqlite"])
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.rounds, args.seconds = 3, 2.0
+    print(f"# reads on {args.backend}: 1 worker, {args.clients} clients, {args.rounds} rounds x {args.seconds:g} s")
+    print(f"before: {load_note()}")
+    http = Http()
+    paths = {"version": "/api/version", "load table": f"{tables_path('m', 'c', 's')}/t"}
+    results: dict[str, list[LoadResult]] = {k: [] for k in paths}
+    env = LOCK_ENV["LEASE_TABLE" if args.backend != "postgresql" else "AUTO"]
+    with database(args.backend) as url, replicas(url, 1, env, workers=1, tag="reads-") as (server,):
+        make_tree(http, server.url, "m", "c", ["s"])
+        http.ok(server.url, "POST", tables_path("m", "c", "s"), table_body("t", columns=10))
+        for path in paths.values():
+            read_load(server.url, path, args.clients, 0.5)  # warm-up
+        for _ in range(args.rounds):
+            for kind, path in paths.items():
+                results[kind].append(read_load(server.url, path, args.clients, args.seconds))
+    print(f"after:  {load_note()}")
+    ratios = [x.throughput / v.throughput for x, v in zip(results["load table"], results["version"], strict=True)]
+    rows = [[kind, median([x.throughput for x in rs]), 1000 * median([pct(x.latencies, 0.5) for x in rs]),
+             1000 * median([pct(x.latencies, 0.99) for x in rs]), sum(len(x.errors) for x in rs)]
+            for kind, rs in results.items()]
+    print()
+    print(md_table(["endpoint", "req/s (1 worker)", "p50 ms", "p99 ms", "errors"], rows))
+    print()
+    ratio = median(ratios)
+    print(f"load table / version: {ratio:.2f} ({verdict(ratio, TARGET, at_most=False)}); per round: "
+          + ", ".join(f"{r:.2f}" for r in ratios))
+
+
+if __name__ == "__main__":
+    main()
