@@ -6,6 +6,18 @@ GRAVIMETA_HA_DISABLE (test-only) may name one mechanism:
   no_fence          the fence guard does nothing (test b)
   treelock_first    the coordinator takes the TreeLock before the claim (test c)
   flag_gate         the flag-off services get a claim backend anyway (test d)
+  no_snapshot       EntityStore.snapshot() runs each read statement on its own: READ COMMITTED on
+                    PostgreSQL/MariaDB, autocommit on SQLite (gravimeta/store/database.py;
+                    test_snapshot_reads.py)
+  no_row_lock       updates read the entity row without FOR UPDATE (entity_store._locked;
+                    test_lost_update.py; the replicas inherit the variable. SQLite still passes: its
+                    BEGIN IMMEDIATE write transactions never overlap)
+  advisory_leaf_only  PG advisory claims lock only their own key, no shared locks on the ancestors
+                    (patched in the child process, tests/ha/advisory_child.py; test_advisory_race.py)
+  dispatch_local    structural calls take only the local TreeLock, as a dispatcher calling
+                    coordinator.local would (test_structural_paths.py; treelock_first fails it too)
+The two switches read by the server itself (no_snapshot, no_row_lock) go through
+gravimeta.store.database.disabled_for_test and are marked TEST-ONLY where they act.
 """
 
 from __future__ import annotations
@@ -30,11 +42,12 @@ def disabled(mechanism: str) -> bool:
 
 
 class Child:
-    """A `python -m tests.ha.child` process; `expect` reads its next status line with a deadline."""
+    """A `python -m tests.ha.child` process (or another `module` with the same protocol); `expect`
+    reads its next status line with a deadline."""
 
-    def __init__(self, mode: str, cfg: dict):
+    def __init__(self, mode: str, cfg: dict, module: str = "tests.ha.child"):
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.ha.child", mode, json.dumps(cfg)],
+            [sys.executable, "-m", module, mode, json.dumps(cfg)],
             cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             start_new_session=True,
         )
@@ -78,11 +91,11 @@ class Child:
 
 @pytest.fixture
 def children():
-    """Start children with children(mode, cfg); all are killed at the end of the test."""
+    """Start children with children(mode, cfg[, module]); all are killed at the end of the test."""
     started: list[Child] = []
 
-    def start(mode: str, cfg: dict) -> Child:
-        child = Child(mode, cfg)
+    def start(mode: str, cfg: dict, module: str = "tests.ha.child") -> Child:
+        child = Child(mode, cfg, module)
         started.append(child)
         return child
 
