@@ -12,7 +12,7 @@ from flask import Flask
 from connectors.registry import ConnectorRegistry
 from gravimeta.api import register_api
 from gravimeta.concurrency import metrics
-from gravimeta.concurrency.bootstrap import catalog_locality, start_distributed_lock
+from gravimeta.concurrency.bootstrap import start_distributed_lock
 from gravimeta.concurrency.coordinator import Coordinator
 from gravimeta.concurrency.tree_lock import TreeLock
 from gravimeta.config import Settings, load_settings
@@ -46,7 +46,7 @@ def build_services(settings: Settings, registry: ConnectorRegistry | None = None
     check_schema(engine)
     store = EntityStore(engine, on_snapshot=metrics.snapshot_reads.inc)
     connectors = ConnectorCache(registry or ConnectorRegistry())
-    distributed = start_distributed_lock(settings, engine, catalog_locality(store, connectors.registry))
+    distributed = start_distributed_lock(settings, engine)
     coordinator = Coordinator(TreeLock(), distributed.claims, distributed)
     reconciler = Reconciler(store, coordinator, connectors)
     dispatchers = Dispatchers(

@@ -5,9 +5,14 @@ database work is this worker's row in gm_node (written at start, refreshed every
 thread), so that flag-on peers can see a half-done rollout.
 Flag on: the configured backend (docs/ha.md):
   LEASE_TABLE  the scope lease on every database;
-  PG_ADVISORY  advisory locks on PostgreSQL (only sound for store-only work, see pg_advisory.py);
-  AUTO         on PostgreSQL the advisory path where it is sound and the lease elsewhere, per operation;
-               on SQLite and MySQL/MariaDB the lease table.
+  PG_ADVISORY  on PostgreSQL, advisory locks where they are sound and the lease elsewhere, per operation
+               (see below and pg_advisory.py); refused on other databases;
+  AUTO         the same on PostgreSQL; on SQLite and MySQL/MariaDB the lease table.
+Advisory locks protect one store transaction. Metalake- and catalog-level structural operations are one
+transaction each, so they take advisory locks. Schema and table operations run through the operation
+journal (intent, engine call, apply: several transactions), for every connector, so they take the lease
+even under PG_ADVISORY: with transaction-scoped advisory locks two renames of one table could both
+record their intent before either applied it (the race demo lost a table that way).
 """
 
 from __future__ import annotations
@@ -16,9 +21,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import Engine
 
@@ -34,8 +37,6 @@ from gravimeta.config import Settings
 log = logging.getLogger(__name__)
 
 FLAG_OFF_HEARTBEAT_S = 30.0
-#: connector providers that keep no state outside the worker process (AUTO may use advisory locks)
-LOCAL_PROVIDERS = frozenset({"memory"})
 
 
 @dataclass
@@ -46,16 +47,6 @@ class DistributedLock:
     backend: str
     heartbeat: Heartbeat
     registry: NodeRegistry
-
-
-def catalog_locality(store: Any, registry: Any) -> Callable[[str, str], bool]:
-    """For AUTO: whether a catalog's connector keeps no state outside this process (one snapshot read)."""
-
-    def is_local(metalake: str, catalog: str) -> bool:
-        provider = store.get_catalog(metalake, catalog).provider
-        return provider in LOCAL_PROVIDERS or bool(getattr(registry.get(provider), "process_local", False))
-
-    return is_local
 
 
 def node_id() -> str:
@@ -75,9 +66,12 @@ def effective_backend(settings: Settings, engine: Engine) -> str:
     return wanted
 
 
-def start_distributed_lock(
-    settings: Settings, engine: Engine, catalog_is_local: Callable[[str, str], bool] | None = None
-) -> DistributedLock:
+def _journalled(_metalake: str, _catalog: str) -> bool:
+    """No catalog's schema/table operations fit one store transaction: all go through the journal."""
+    return False
+
+
+def start_distributed_lock(settings: Settings, engine: Engine) -> DistributedLock:
     """Register this worker, start its heartbeat thread, and build the configured claim backend."""
     backend = effective_backend(settings, engine)
     node = node_id()
@@ -92,10 +86,8 @@ def start_distributed_lock(
         heartbeat.add_task("reclaimer", lambda: _discard(reclaim_expired(engine)), every=3)
         if backend == "LEASE_TABLE":
             claims = lease
-        elif backend == "PG_ADVISORY":
-            claims = AdvisoryBackend(timeout_ms)
-        else:
-            claims = AutoBackend(AdvisoryBackend(timeout_ms), lease, catalog_is_local or (lambda m, c: False))
+        else:  # PG_ADVISORY or AUTO on PostgreSQL: advisory where sound (module docstring)
+            claims = AutoBackend(AdvisoryBackend(timeout_ms), lease, _journalled)
     heartbeat.add_task("node-registry", registry.beat, every=1 if not enabled else 3)
     registry.register()
     registry.warn_on_mixed_rollout()

@@ -19,9 +19,9 @@ operations that use different backends on one database still exclude each other.
 SOUND ONLY for operations whose cross-node state change is a single store write transaction: the
 protection ends at that commit. That holds for every metalake-level and catalog-level structural
 operation (create/rename/drop of metalakes and catalogs: one store transaction plus process-local
-connector-cache work) and for schema/table operations of catalogs whose connector keeps no state
-outside this process (the memory connector). AUTO uses it for exactly those, and the lease table for
-schema/table operations of any other connector, whose engine call must stay inside the claim.
+connector-cache work). Schema and table operations run through the operation journal (intent
+transaction, engine call, apply transaction) for every connector, so the protection would end between
+them; AutoBackend gives them the lease (bootstrap.py wires both PG_ADVISORY and AUTO that way).
 """
 
 from __future__ import annotations
