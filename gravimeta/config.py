@@ -60,6 +60,52 @@ class Settings:
         default=1024 * 1024,
         metadata={"key": "gravimeta.server.max-request-bytes", "env": "GRAVIMETA_MAX_REQUEST_BYTES"},
     )
+    # input limits (docs/hardening.md): Gravitino's relational store has VARCHAR(256) comment columns
+    max_comment_chars: int = field(
+        default=256, metadata={"key": "gravimeta.limits.comment-max-chars", "env": "GRAVIMETA_MAX_COMMENT_CHARS"}
+    )
+    max_properties: int = field(
+        default=1000, metadata={"key": "gravimeta.limits.properties-max-count", "env": "GRAVIMETA_MAX_PROPERTIES"}
+    )
+    max_property_key_chars: int = field(
+        default=512,
+        metadata={"key": "gravimeta.limits.property-key-max-chars", "env": "GRAVIMETA_MAX_PROPERTY_KEY_CHARS"},
+    )
+    max_property_value_chars: int = field(
+        default=65536,
+        metadata={"key": "gravimeta.limits.property-value-max-chars", "env": "GRAVIMETA_MAX_PROPERTY_VALUE_CHARS"},
+    )
+    # authentication and the service admins (gravimeta/api/auth.py); empty = no authentication
+    authenticators: str = field(
+        default="", metadata={"key": "gravitino.authenticators", "env": "GRAVIMETA_AUTHENTICATORS"}
+    )
+    simple_allow_anonymous: bool = field(
+        default=True,
+        metadata={"key": "gravimeta.authenticator.simple.allowAnonymous", "env": "GRAVIMETA_SIMPLE_ALLOW_ANONYMOUS"},
+    )
+    oauth_sign_key: str = field(
+        default="",
+        metadata={"key": "gravitino.authenticator.oauth.defaultSignKey", "env": "GRAVIMETA_OAUTH_SIGN_KEY"},
+    )
+    oauth_algorithm: str = field(
+        default="RS256",
+        metadata={"key": "gravitino.authenticator.oauth.signAlgorithmType", "env": "GRAVIMETA_OAUTH_ALGORITHM"},
+    )
+    oauth_audience: str = field(
+        default="GravitinoServer",
+        metadata={"key": "gravitino.authenticator.oauth.serviceAudience", "env": "GRAVIMETA_OAUTH_AUDIENCE"},
+    )
+    oauth_allow_skew_s: int = field(
+        default=0,
+        metadata={"key": "gravitino.authenticator.oauth.allowSkewSecs", "env": "GRAVIMETA_OAUTH_ALLOW_SKEW_SECS"},
+    )
+    oauth_principal_fields: str = field(
+        default="sub",
+        metadata={"key": "gravitino.authenticator.oauth.principalFields", "env": "GRAVIMETA_OAUTH_PRINCIPAL_FIELDS"},
+    )
+    service_admins: str = field(
+        default="", metadata={"key": "gravitino.authorization.serviceAdmins", "env": "GRAVIMETA_SERVICE_ADMINS"}
+    )
 
     def resolved_store_url(self) -> str:
         """The store URL, defaulting to an embedded SQLite file under GRAVIMETA_HOME (./var)."""
@@ -105,6 +151,9 @@ def load_settings(
             "gravitino.metadata.distributed-lock.backend must be LEASE_TABLE, PG_ADVISORY or AUTO, "
             f"not {settings.distributed_lock_backend!r}"
         )
+    for name in filter(None, (n.strip().lower() for n in settings.authenticators.split(","))):
+        if name not in ("simple", "oauth"):
+            raise ValueError(f"gravitino.authenticators: unknown authenticator {name!r}; use simple and/or oauth")
     return settings
 
 

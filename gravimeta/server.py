@@ -22,11 +22,28 @@ class GunicornServer(BaseApplication):  # type: ignore[misc]
             if value is not None and key in self.cfg.settings:
                 self.cfg.set(key, value)
         self.cfg.set("child_exit", _forget_worker_metrics)
+        self.cfg.set("worker_exit", _release_worker)
 
     def load(self) -> Any:
         from gravimeta.app import create_app
 
         return create_app(self.settings)
+
+
+def _release_worker(_server: Any, worker: Any) -> None:
+    """gunicorn worker_exit hook, run in the worker after its in-flight requests ended (SIGTERM waits up
+    to graceful_timeout; each structural operation releases its claim in the coordinator's `finally`):
+    stop the heartbeat thread, remove this process's gm_node row, close the pool."""
+    services = getattr(getattr(worker, "wsgi", None), "extensions", {}).get("gravimeta")
+    runtime = getattr(getattr(services, "coordinator", None), "runtime", None)
+    if services is None or runtime is None:
+        return
+    runtime.heartbeat.stop()
+    try:
+        runtime.registry.unregister()
+    except Exception:  # the database may be gone; the row then ages out of the live window
+        worker.log.exception("could not remove this worker's node row")
+    services.store.engine.dispose()
 
 
 def _forget_worker_metrics(_server: Any, worker: Any) -> None:

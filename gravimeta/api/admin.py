@@ -1,7 +1,7 @@
 """Operator endpoints: live cross-node claims and replicas (/api/admin/locks), Prometheus /metrics.
 
 Not part of Gravitino's API. They read the shared database directly, so any replica shows the claims of
-all replicas. (Restricting them to an admin user is the authentication issue's work.)
+all replicas. With authentication on, only service admins may use them (api/auth.py).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, multiprocess
 
+from gravimeta.api.auth import admin_only
 from gravimeta.api.dto import ok
 from gravimeta.concurrency.node_registry import list_nodes
 from gravimeta.concurrency.reclaimer import live_claims
@@ -20,6 +21,7 @@ blueprint = Blueprint("admin", __name__)
 
 
 @blueprint.get("/api/admin/locks")
+@admin_only
 def locks() -> Any:
     services = current_app.extensions["gravimeta"]
     engine = services.store.engine
@@ -35,6 +37,7 @@ def locks() -> Any:
 
 
 @blueprint.get("/metrics")
+@admin_only
 def metrics() -> Response:
     """Prometheus text format; sums over all gunicorn workers when PROMETHEUS_MULTIPROC_DIR is set."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):

@@ -71,6 +71,7 @@ def register_error_handlers(app: Flask) -> None:
         response = jsonify(error_body(exc, _message(exc.message)))
         if isinstance(exc, errors.ScopeBusy):
             response.headers["Retry-After"] = "1"
+        response.headers.update(getattr(exc, "headers", None) or {})  # e.g. WWW-Authenticate on a 401
         return response, exc.http_status
 
     @app.errorhandler(HTTPException)

@@ -7,6 +7,7 @@ from typing import Any
 from flask import Blueprint
 
 from gravimeta.api import dto, payloads
+from gravimeta.api.auth import admin_only
 from gravimeta.api.errors import operation
 from gravimeta.api.requests import dispatchers, flag, json_body, user
 from gravimeta.entities import Metalake
@@ -21,6 +22,7 @@ def list_metalakes() -> Any:
 
 
 @blueprint.post("")
+@admin_only
 @operation("metalake", "CREATE")
 def create_metalake() -> Any:
     body = payloads.load(payloads.MetalakeCreate, json_body())
@@ -50,6 +52,7 @@ def set_metalake_in_use(metalake: str) -> Any:
 
 
 @blueprint.delete("/<metalake>")
+@admin_only
 @operation("metalake", "DROP", "metalake")
 def drop_metalake(metalake: str) -> Any:
     return dto.ok(dropped=dispatchers().metalakes.drop(metalake, force=flag("force")))

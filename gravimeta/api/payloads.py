@@ -9,6 +9,7 @@ from typing import Any
 
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, post_load, validate, validates_schema
 
+from gravimeta.api import limits
 from gravimeta.errors import IllegalArgument
 from gravimeta.types import TypeError_, normalize_type, validate_expression
 
@@ -340,9 +341,11 @@ def load(schema: type[Schema], data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise IllegalArgument("The request body must be a JSON object")
     try:
-        return schema().load(data)
+        loaded = schema().load(data)
     except ValidationError as exc:
         raise IllegalArgument(f"Invalid request: {_describe(exc.messages)}") from None
+    limits.check_payload(loaded)
+    return loaded
 
 
 def load_updates(data: Any, kinds: Mapping[str, type[Schema]], allow_empty: bool = True) -> list[dict[str, Any]]:
@@ -366,6 +369,7 @@ def load_updates(data: Any, kinds: Mapping[str, type[Schema]], allow_empty: bool
         except ValidationError as exc:
             raise IllegalArgument(f"Invalid request: updates[{i}] ({kind}): {_describe(exc.messages)}") from None
         result.append({"@type": kind, **loaded})
+    limits.check_updates(result)
     return result
 
 

@@ -1,0 +1,190 @@
+"""Authentication and the service-admin check, like Gravitino's AuthenticationFilter.
+
+`gravitino.authenticators` lists the authenticators in order (empty: no authentication, every request
+acts as `anonymous`):
+  simple  the user name from `Authorization: Basic base64(user:password)` (the password is not checked:
+          this is the official clients' SimpleAuthProvider). Like Gravitino, a request without an
+          Authorization header is `anonymous`, unless gravimeta.authenticator.simple.allowAnonymous=false.
+  oauth   `Authorization: Bearer <JWT>` verified with gravitino.authenticator.oauth.defaultSignKey
+          (base64 of the HMAC secret, or of the DER public key; a PEM public key is accepted too) and
+          signAlgorithmType (HS256/384/512, RS256/384/512, ES256/384/512, PS256/384/512); the token
+          must carry `aud` = serviceAudience; the user is the first of principalFields (default `sub`).
+          An expired, badly signed or malformed token is a 401.
+The first authenticator that supports the header decides; when none does the request gets 401
+UnauthorizedException (code 1011) with a WWW-Authenticate challenge.
+
+Views marked @admin_only (metalake create/drop, lock inspection, metrics) need, when authentication is
+on, a user listed in gravitino.authorization.serviceAdmins: anyone else gets 403 ForbiddenException
+(an unauthenticated `anonymous` gets 401, so that it knows to send credentials).
+
+/api/version, CLOSE /, /health/live and /api/openapi.json stay open: the official client calls
+/api/version before anything else.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import jwt
+from cryptography.hazmat.primitives import serialization
+from flask import Flask, current_app, g, request
+
+from gravimeta.config import Settings
+from gravimeta.errors import Forbidden, Unauthorized
+
+ANONYMOUS = "anonymous"
+OPEN_ENDPOINTS = frozenset({"version.version", "version.close", "version.live", "openapi.document", "static"})
+ALGORITHMS = ("HS256", "HS384", "HS512", "RS256", "RS384", "RS512", "ES256", "ES384", "ES512",
+              "PS256", "PS384", "PS512")
+
+
+class AuthenticationRequired(Unauthorized):
+    """A 401 that tells the client which schemes it may use (the WWW-Authenticate header)."""
+
+    def __init__(self, message: str, challenges: list[str]):
+        super().__init__(message)
+        self.headers = {"WWW-Authenticate": ", ".join(challenges)}
+
+
+class Authenticator(Protocol):
+    challenge: str
+
+    def supports(self, header: str | None) -> bool: ...
+
+    def authenticate(self, header: str | None) -> str | None:
+        """The user name; None means "no credentials" (the caller decides); raises on bad credentials."""
+
+
+@dataclass
+class SimpleAuthenticator:
+    allow_anonymous: bool = True
+    challenge: str = 'Basic realm="gravimeta"'
+
+    def supports(self, header: str | None) -> bool:
+        return header is None or header.startswith("Basic ")
+
+    def authenticate(self, header: str | None) -> str | None:
+        user = _basic_user(header[len("Basic "):]) if header else None
+        if user is None and not self.allow_anonymous:
+            raise AuthenticationRequired(
+                "Basic credentials are required (Authorization: Basic base64(user:password))", [self.challenge]
+            )
+        return user
+
+
+def _basic_user(credential: str) -> str | None:
+    """`user` from base64("user:password"); None when malformed (Gravitino then acts as anonymous)."""
+    try:
+        decoded = base64.b64decode(credential.strip(), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+    user, sep, _ = decoded.partition(":")
+    return user if sep and user.strip() and user.isprintable() else None
+
+
+class OAuthAuthenticator:
+    challenge = 'Bearer realm="gravimeta"'
+
+    def __init__(self, settings: Settings):
+        algorithm = settings.oauth_algorithm.upper()
+        if algorithm not in ALGORITHMS:
+            raise ValueError(f"gravitino.authenticator.oauth.signAlgorithmType: unsupported {algorithm!r}")
+        if not settings.oauth_sign_key:
+            raise ValueError("gravitino.authenticator.oauth.defaultSignKey is required for the oauth authenticator")
+        self.algorithm = algorithm
+        self.key = _decode_key(settings.oauth_sign_key, algorithm)
+        self.audience = settings.oauth_audience
+        self.leeway = settings.oauth_allow_skew_s
+        self.fields = [f.strip() for f in settings.oauth_principal_fields.split(",") if f.strip()] or ["sub"]
+
+    def supports(self, header: str | None) -> bool:
+        return header is not None and header.startswith("Bearer ")
+
+    def authenticate(self, header: str | None) -> str | None:
+        token = (header or "")[len("Bearer "):].strip()
+        if not token:
+            raise AuthenticationRequired("Empty token authorization header", [self.challenge])
+        try:
+            claims = jwt.decode(token, self.key, algorithms=[self.algorithm], audience=self.audience,
+                                leeway=self.leeway)
+        except jwt.ExpiredSignatureError:
+            raise AuthenticationRequired("JWT parse error: the token has expired",
+                                         [f'{self.challenge}, error="invalid_token"']) from None
+        except jwt.PyJWTError as exc:
+            raise AuthenticationRequired(f"JWT parse error: {exc}",
+                                         [f'{self.challenge}, error="invalid_token"']) from None
+        for field in self.fields:
+            value = claims.get(field)
+            if isinstance(value, str) and value.strip():
+                return value
+        raise AuthenticationRequired("No valid principal found in token", [self.challenge])
+
+
+def _decode_key(raw: str, algorithm: str) -> Any:
+    """Gravitino's defaultSignKey is base64: the secret itself (HMAC) or the X.509 DER public key."""
+    if raw.lstrip().startswith("-----BEGIN"):
+        return serialization.load_pem_public_key(raw.encode())
+    try:
+        data = base64.b64decode(raw.strip(), validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError("gravitino.authenticator.oauth.defaultSignKey must be base64") from None
+    return data if algorithm.startswith("HS") else serialization.load_der_public_key(data)
+
+
+def build_authenticators(settings: Settings) -> list[Authenticator]:
+    """The configured authenticators in order; a bad configuration is a ValueError at startup."""
+    result: list[Authenticator] = []
+    for name in (n.strip().lower() for n in settings.authenticators.split(",")):
+        if not name:
+            continue
+        if name == "simple":
+            result.append(SimpleAuthenticator(settings.simple_allow_anonymous))
+        elif name == "oauth":
+            result.append(OAuthAuthenticator(settings))
+        else:
+            raise ValueError(f"gravitino.authenticators: unknown authenticator {name!r} (simple, oauth)")
+    return result
+
+
+def admin_only(view: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a view as needing a service admin when authentication is on."""
+    view.admin_only = True  # type: ignore[attr-defined]
+    return view
+
+
+def service_admins(settings: Settings) -> frozenset[str]:
+    return frozenset(a.strip() for a in settings.service_admins.split(",") if a.strip())
+
+
+def register_auth(app: Flask, settings: Settings) -> None:
+    """Install the authentication check (a no-op when no authenticator is configured)."""
+    authenticators = build_authenticators(settings)
+    admins = service_admins(settings)
+    app.extensions["gravimeta.auth"] = authenticators
+    if not authenticators:
+        return
+
+    @app.before_request
+    def _authenticate() -> None:
+        if request.endpoint in OPEN_ENDPOINTS or request.method == "OPTIONS":
+            return
+        header = request.headers.get("Authorization")
+        for authenticator in authenticators:
+            if authenticator.supports(header):
+                user = authenticator.authenticate(header)
+                g.user, g.authenticated = user or ANONYMOUS, user is not None
+                break
+        else:
+            raise AuthenticationRequired("The provided credentials did not support",
+                                         [a.challenge for a in authenticators])
+        view = current_app.view_functions.get(request.endpoint or "")
+        if getattr(view, "admin_only", False) and g.user not in admins:
+            if not g.authenticated:
+                raise AuthenticationRequired(f"{request.method} {request.path} needs a service admin's credentials",
+                                             [a.challenge for a in authenticators])
+            raise Forbidden(f"User {g.user!r} is not a service admin; {request.method} {request.path} "
+                            "needs a user listed in gravitino.authorization.serviceAdmins")
