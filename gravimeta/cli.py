@@ -1,4 +1,4 @@
-"""The `gravimeta` command: serve, db upgrade/current."""
+"""The `gravimeta` command: serve, db upgrade/current, repair."""
 
 from __future__ import annotations
 
@@ -20,6 +20,9 @@ def main(ctx: click.Context, config_file: str | None, store_url: str | None) -> 
     """gravimeta: a Gravitino-compatible metadata catalog server."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("alembic").setLevel(logging.WARNING)
+    from gravimeta.api.request_log import configure_json_lines
+
+    configure_json_lines()  # one bare JSON line per request (gravimeta/api/request_log.py)
     try:
         ctx.obj = load_settings(config_file, store_url=store_url)
     except ValueError as exc:
@@ -35,6 +38,7 @@ def main(ctx: click.Context, config_file: str | None, store_url: str | None) -> 
 @click.pass_obj
 def serve(settings, bind, workers, threads, timeout, migrate) -> None:  # type: ignore[no-untyped-def]
     """Serve the REST API with gunicorn."""
+    from gravimeta.api.auth import build_authenticators
     from gravimeta.server import GunicornServer
     from gravimeta.store.database import create_store_engine
     from gravimeta.store.migrations import check_schema, upgrade
@@ -49,6 +53,10 @@ def serve(settings, bind, workers, threads, timeout, migrate) -> None:  # type: 
         sys.exit(2)
     finally:
         engine.dispose()
+    try:
+        build_authenticators(settings)  # a bad key or algorithm fails here, not in every worker
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
     _prepare_multiprocess_metrics()
     bind = bind or f"{settings.host}:{settings.port}"
     click.echo(f"gravimeta serving http://{bind}/api on {engine.url.render_as_string(hide_password=True)}")
@@ -58,8 +66,7 @@ def serve(settings, bind, workers, threads, timeout, migrate) -> None:  # type: 
         "threads": threads,
         "worker_class": "gthread",
         "timeout": timeout,
-        "graceful_timeout": 30,
-        "accesslog": "-",
+        "graceful_timeout": 30,  # a SIGTERM'd worker finishes its in-flight requests (server.py)
     }
     GunicornServer(settings, options).run()
 
@@ -134,6 +141,27 @@ def db_current(settings) -> None:  # type: ignore[no-untyped-def]
     engine.dispose()
 
 
+@main.command()
+@click.option("--settle-seconds", type=float, default=None,
+              help="treat intents older than this as final when the engine does not show them (default 30).")
+@click.option("--list", "list_only", is_flag=True, help="only list the open intents.")
+@click.pass_obj
+def repair(settings, settle_seconds: float | None, list_only: bool) -> None:  # type: ignore[no-untyped-def]
+    """Finish or undo connector operations left open in the operation journal (docs/consistency.md)."""
+    from gravimeta.app import build_services
+
+    services = build_services(settings)
+    try:
+        if not list_only:
+            outcomes = services.reconciler.repair_pending(settle_seconds)
+            click.echo("repair: " + (", ".join(f"{n} {k}" for k, n in sorted(outcomes.items())) or "nothing to do"))
+        for intent in services.reconciler.journal.pending():
+            click.echo(f"open: #{intent.id} {intent.operation} {intent.scope_path} {intent.state} "
+                       f"since {intent.created_at} by {intent.holder}: {intent.detail or ''}")
+    finally:
+        services.store.engine.dispose()
+
+
 @main.group("hive-stub")
 def hive_stub() -> None:
     """The Hive-metastore-like HTTP service behind the `hive` provider (for tests and demos)."""
@@ -152,6 +180,17 @@ def hive_stub_serve(host: str, port: int, data_dir: str, ready_file: str | None)
 
     serve(host, port, Path(data_dir), Path(ready_file) if ready_file else None)
 
+
+def _add_owned_commands() -> None:
+    """`cluster` and `demo` live in their own modules (gravimeta/cluster.py, gravimeta/demo/)."""
+    from gravimeta.cluster import cluster_command
+    from gravimeta.demo.commands import demo_command
+
+    main.add_command(cluster_command)
+    main.add_command(demo_command)
+
+
+_add_owned_commands()
 
 if __name__ == "__main__":
     main()
