@@ -102,3 +102,13 @@ def children():
     yield start
     for child in started:
         child.stop()
+
+
+def race_together(racers: list[Child], timeout: float) -> None:
+    """Let racer children start at the same moment (all READY, then go) and wait until each is DONE."""
+    for racer in racers:
+        racer.expect("READY")
+    for racer in racers:
+        racer.send("go")
+    for racer in racers:
+        racer.expect("DONE", timeout=timeout)

@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 
 from tests.conftest import require_backend
-from tests.ha.conftest import disabled
+from tests.ha.conftest import disabled, race_together
 from tests.ha.test_claim_race import RACE_PATHS, overlapping_related_grants
 from tests.support.databases import fresh_database
 
@@ -38,12 +38,7 @@ def test_related_advisory_claims_are_never_held_at_the_same_time(backend, childr
             }, "tests.ha.advisory_child")
             for i in range(PROCESSES)
         ]
-        for racer in racers:
-            racer.expect("READY")
-        for racer in racers:
-            racer.send("go")
-        for racer in racers:
-            racer.expect("DONE", timeout=MAX_SECONDS + 20)
+        race_together(racers, timeout=MAX_SECONDS + 20)
         for racer in racers:
             racer.stop()  # before the database is dropped
     results = [json.loads((tmp_path / f"racer{i}.json").read_text()) for i in range(PROCESSES)]

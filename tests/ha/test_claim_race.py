@@ -9,7 +9,7 @@ import pytest
 
 from gravimeta.concurrency import paths
 from gravimeta.concurrency.scope_lease import UNSAFE_NAIVE_CLAIM
-from tests.ha.conftest import disabled
+from tests.ha.conftest import disabled, race_together
 
 PROCESSES = 6
 SECONDS = 3.0
@@ -39,12 +39,7 @@ def test_related_claims_are_never_granted_at_the_same_time(db_url, children, tmp
         })
         for i in range(PROCESSES)
     ]
-    for racer in racers:
-        racer.expect("READY")
-    for racer in racers:
-        racer.send("go")
-    for racer in racers:
-        racer.expect("DONE", timeout=SECONDS + 20)
+    race_together(racers, timeout=SECONDS + 20)
     results = [json.loads((tmp_path / f"racer{i}.json").read_text()) for i in range(PROCESSES)]
     grants = [g for r in results for g in r["grants"]]
 
