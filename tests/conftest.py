@@ -52,3 +52,13 @@ def sqlite_url(tmp_path, _migrated_sqlite_template):
 def unique():
     """A short random suffix for names, so tests never collide."""
     return uuid.uuid4().hex[:8]
+
+
+@pytest.fixture(scope="module")
+def hive_stub(tmp_path_factory):
+    """The out-of-process Hive-like metastore (connectors/hive_stub), one per test module."""
+    from tests.connectors.stub_process import StubProcess
+
+    stub = StubProcess(tmp_path_factory.mktemp("hive-stub")).start()
+    yield stub
+    stub.stop()

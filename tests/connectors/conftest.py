@@ -4,7 +4,6 @@ subprocess (one per test module, faults cleared before every test)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
 import pytest
 
@@ -25,13 +24,6 @@ def sqlite_root(tmp_path, monkeypatch):
 @pytest.fixture
 def sqlite_connector(sqlite_root) -> SQLiteCatalogConnector:
     return SQLiteCatalogConnector(CatalogContext("lake", "sq", {"path": "catalogs/sq.db"}))
-
-
-@pytest.fixture(scope="module")
-def hive_stub(tmp_path_factory) -> Iterator[StubProcess]:
-    stub = StubProcess(tmp_path_factory.mktemp("hive-stub")).start()
-    yield stub
-    stub.stop()
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ in the engine."""
 from __future__ import annotations
 
 import urllib.parse
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,7 +17,6 @@ from connectors.hive import HiveConnector
 from connectors.sqlite_catalog import ROOT_ENV, SQLiteCatalogConnector
 from gravimeta.app import create_app
 from gravimeta.config import Settings
-from tests.connectors.stub_process import StubProcess
 from tests.hardening.conftest import assert_error_body
 
 HOSTILE = [
@@ -49,13 +47,6 @@ def ok(response) -> dict[str, Any]:
 def rejected(response) -> None:
     assert response.status_code == 400, (response.status_code, response.get_json())
     assert_error_body(response.get_json(), 1001)
-
-
-@pytest.fixture(scope="module")
-def hive_stub(tmp_path_factory) -> Iterator[StubProcess]:
-    stub = StubProcess(tmp_path_factory.mktemp("hive-stub")).start()
-    yield stub
-    stub.stop()
 
 
 @pytest.fixture
