@@ -14,8 +14,22 @@ import pytest
 from gravitino import Catalog, GravitinoAdminClient, GravitinoClient
 
 from tests.conftest import require_backend
+from tests.connectors.stub_process import StubProcess
 from tests.support.databases import BACKENDS, fresh_database
 from tests.support.servers import ServerProcess
+
+#: the connector providers the official client's scenario runs against
+PROVIDERS = ("memory", "sqlite", "hive")
+#: an optional catalog property each provider accepts (unknown properties are refused with 400)
+OPTIONAL_PROPERTY = {"memory": ("comment", "set"), "sqlite": ("busy-timeout-ms", "2500"), "hive": ("client.timeout-ms", "4000")}
+
+
+@pytest.fixture(scope="session")
+def metastore(tmp_path_factory) -> Iterator[StubProcess]:
+    """The out-of-process Hive-like metastore behind `hive` catalogs, shared by the session."""
+    stub = StubProcess(tmp_path_factory.mktemp("conformance-hive")).start()
+    yield stub
+    stub.stop()
 
 
 @pytest.fixture(scope="session", params=BACKENDS)
@@ -25,7 +39,8 @@ def server(request, tmp_path_factory) -> Iterator[ServerProcess]:
     require_backend(backend)
     tmp = tmp_path_factory.mktemp(f"conformance-{backend}")
     with fresh_database(backend, tmp) as url:
-        process = ServerProcess(url, workers=2, log_path=tmp / "server.log")
+        env = {"GRAVIMETA_SQLITE_CATALOG_ROOT": str(tmp / "sqlite-catalogs")}
+        process = ServerProcess(url, workers=2, log_path=tmp / "server.log", env=env)
         with process:
             yield process
 
@@ -63,10 +78,16 @@ def client(uri: str, metalake: str) -> Iterator[GravitinoClient]:
     client.close()
 
 
-@pytest.fixture
-def catalog(client: GravitinoClient) -> Catalog:
-    """A relational catalog on the in-memory connector."""
-    return client.create_catalog(new_name("cat"), Catalog.Type.RELATIONAL, "memory", "a catalog", {})
+@pytest.fixture(params=PROVIDERS)
+def catalog(request, client: GravitinoClient) -> Catalog:
+    """A relational catalog on each connector: in-memory, a real SQLite file, the Hive-like stub."""
+    name, provider = new_name("cat"), request.param
+    properties = {
+        "memory": {},
+        "sqlite": {"path": f"{name}.db"},
+        "hive": {"metastore.uris": request.getfixturevalue("metastore").uri} if provider == "hive" else {},
+    }[provider]
+    return client.create_catalog(name, Catalog.Type.RELATIONAL, provider, "a catalog", properties)
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Catalog lifecycle through GravitinoClient (provider "memory", type RELATIONAL)."""
+"""Catalog lifecycle through GravitinoClient (type RELATIONAL; each test on the memory, sqlite and hive providers)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from gravitino.exceptions.base import (
     NoSuchCatalogException,
 )
 
-from tests.conformance.conftest import new_name
+from tests.conformance.conftest import OPTIONAL_PROPERTY, new_name
 
 
 def test_catalog_can_be_created_listed_and_loaded(client: GravitinoClient) -> None:
@@ -50,18 +50,19 @@ def test_catalog_can_be_renamed_recommented_and_its_properties_changed(
     client: GravitinoClient, catalog: Catalog
 ) -> None:
     renamed = new_name("cat_renamed")
+    key, value = OPTIONAL_PROPERTY[catalog.provider()]
     altered = client.alter_catalog(
         catalog.name(),
         CatalogChange.rename(renamed),
         CatalogChange.update_comment("new comment"),
-        CatalogChange.set_property("comment", "set"),
+        CatalogChange.set_property(key, value),
     )
     assert altered.name() == renamed
     assert altered.comment() == "new comment"
-    assert altered.properties()["comment"] == "set"
+    assert altered.properties()[key] == value
 
-    altered = client.alter_catalog(renamed, CatalogChange.remove_property("comment"))
-    assert "comment" not in altered.properties()
+    altered = client.alter_catalog(renamed, CatalogChange.remove_property(key))
+    assert key not in altered.properties()
     assert client.load_catalog(renamed).comment() == "new comment"
     assert catalog.name() not in client.list_catalogs()
     with pytest.raises(NoSuchCatalogException):
