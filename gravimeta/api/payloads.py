@@ -3,6 +3,7 @@ problem becomes IllegalArgument (HTTP 400, code 1001) with a message naming the 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -336,12 +337,19 @@ TABLE_UPDATES = {
 # ------------------------------------------------------------------ loading
 
 
+@functools.cache
+def _instance(schema: type[Schema]) -> Schema:
+    """One instance per schema class, reused by every request: building one costs more than loading a
+    body, and the schemas here keep no state between loads (marshmallow schemas are reusable)."""
+    return schema()
+
+
 def load(schema: type[Schema], data: Any) -> dict[str, Any]:
     """Validate `data` with `schema`; raise IllegalArgument naming every bad field."""
     if not isinstance(data, dict):
         raise IllegalArgument("The request body must be a JSON object")
     try:
-        loaded = schema().load(data)
+        loaded = _instance(schema).load(data)
     except ValidationError as exc:
         raise IllegalArgument(f"Invalid request: {_describe(exc.messages)}") from None
     limits.check_payload(loaded)
@@ -365,7 +373,7 @@ def load_updates(data: Any, kinds: Mapping[str, type[Schema]], allow_empty: bool
                 f"Invalid request: updates[{i}]: unknown @type {kind!r}; expected one of {', '.join(sorted(kinds))}"
             )
         try:
-            loaded = kinds[kind]().load(update)
+            loaded = _instance(kinds[kind]).load(update)
         except ValidationError as exc:
             raise IllegalArgument(f"Invalid request: updates[{i}] ({kind}): {_describe(exc.messages)}") from None
         result.append({"@type": kind, **loaded})

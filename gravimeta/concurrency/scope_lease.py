@@ -10,7 +10,8 @@ A claim on P is granted in ONE transaction that
   3. deletes the expired related claims it found (a steal: their holders' fence checks now fail),
   4. takes the next fence for P from gm_scope_fence (never deleted, so fences never reset), and
   5. inserts the claim row, expiring TTL later by the database clock.
-Release deletes the row only if (holder, fence) still match. The fence guard runs first inside every
+Release deletes the row only if (holder, fence) still match; a successful journalled operation has
+already deleted it, with the fence check of its last store write (_check_fence_and_release). The fence guard runs first inside every
 store write transaction of the operation: it re-reads the claim row FOR UPDATE and raises FenceLost
 unless holder, fence and an unexpired lease all match, so a holder that was paused past its lease and
 lost the claim cannot commit. A stealer must delete that row first, so it waits for any store
@@ -30,10 +31,12 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from typing import Any, cast
 
-from sqlalchemy import Connection, Engine, delete, insert, or_, select, update
+from sqlalchemy import Connection, Engine, delete, event, insert, or_, select, text, update
 from sqlalchemy.dialects.mysql import insert as mysql_insert
 from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -43,6 +46,7 @@ from gravimeta.concurrency.db_clock import db_now, db_now_plus, dialect_of
 from gravimeta.concurrency.heartbeat import Heartbeat
 from gravimeta.concurrency.tables import claim_anchor, scope_fence, scope_lease
 from gravimeta.entities import NameIdentifier
+from gravimeta.store import guard
 from gravimeta.store.guard import WriteGuard
 
 log = logging.getLogger(__name__)
@@ -52,6 +56,15 @@ log = logging.getLogger(__name__)
 UNSAFE_NAIVE_CLAIM = "naive_claim"  # SELECT conflicts, then INSERT in another transaction, no anchors
 UNSAFE_NO_FENCE = "no_fence"  # the fence guard does nothing
 UNSAFE_NO_LOCAL_DEADLINE = "no_local_deadline"  # trust the claim locally forever (only the DB check)
+
+
+# The two anchor locks of a non-root claim on PostgreSQL, as _lock_anchors takes them on MySQL in two
+# statements: '/' FOR KEY SHARE, '/<metalake>' FOR UPDATE (with_for_update() cannot give two tables of one
+# statement different lock strengths). No row: an anchor is missing.
+_PG_LOCK_ANCHORS = text(
+    "SELECT r.anchor, m.anchor FROM gm_claim_anchor r, gm_claim_anchor m "
+    "WHERE r.anchor = :root AND m.anchor = :anchor FOR KEY SHARE OF r FOR UPDATE OF m"
+)
 
 
 class _Backoff:
@@ -98,6 +111,9 @@ class LeaseClaim:
         return self._check_fence
 
     def _check_fence(self, session: Session) -> None:
+        if guard.in_last_write():
+            self._check_fence_and_release(session)
+            return
         if not self.trusted():
             metrics.fence_rejects.inc()
             raise errors.FenceLost(f"The claim on {self.path} expired before this change could be saved; retry")
@@ -114,6 +130,36 @@ class LeaseClaim:
                 f"The claim on {self.path} was taken over by another operation (fence {self.fence}); "
                 "this change was not saved; retry"
             )
+
+    def _check_fence_and_release(self, session: Session) -> None:
+        """The check in the operation's last store write, which also releases the claim: ONE
+        `DELETE ... WHERE path, holder, fence match AND unexpired`. It takes the same row lock as the
+        SELECT ... FOR UPDATE of the ordinary check (a stealer must delete the row, so it waits, and
+        then finds nothing to steal), deletes a row exactly when that check would pass, and a rollback
+        undoes it. So a successful operation needs no release transaction: once this transaction
+        commits, release() has nothing left to do."""
+        if not self.trusted():
+            metrics.fence_rejects.inc()
+            raise errors.FenceLost(f"The claim on {self.path} expired before this change could be saved; retry")
+        deleted = cast(CursorResult[Any], session.execute(delete(scope_lease).where(
+            scope_lease.c.scope_path == self.path,
+            scope_lease.c.holder_id == self.holder,
+            scope_lease.c.fence == self.fence,
+            scope_lease.c.lease_expires_at > db_now(self.backend.dialect),
+        ))).rowcount
+        if deleted != 1:
+            self.mark_lost("its row was stolen, released or expired")
+            metrics.fence_rejects.inc()
+            raise errors.FenceLost(
+                f"The claim on {self.path} was taken over by another operation (fence {self.fence}); "
+                "this change was not saved; retry"
+            )
+        event.listen(session, "after_commit", self._released_by_commit, once=True)
+
+    def _released_by_commit(self, _session: Session) -> None:
+        if not self.released:
+            self.released = True
+            self.backend._untrack(self)
 
     def release(self) -> None:
         """Delete the claim row if it is still ours. Never raises: an unreleased row simply expires."""
@@ -251,12 +297,15 @@ class LeaseBackend:
 
     def _grant(self, conn: Connection, path: str, holder: str) -> int:
         fence_col = scope_fence.c
-        bumped = conn.execute(
-            update(scope_fence).where(fence_col.scope_path == path).values(fence=fence_col.fence + 1)
-        ).rowcount
-        if bumped:
+        bump = update(scope_fence).where(fence_col.scope_path == path).values(fence=fence_col.fence + 1)
+        fence: int | None
+        if conn.dialect.update_returning:  # PostgreSQL, SQLite: the new fence in the same statement
+            fence = conn.execute(bump.returning(fence_col.fence)).scalar_one_or_none()
+        elif conn.execute(bump).rowcount:  # MariaDB/MySQL: no UPDATE ... RETURNING
             fence = conn.execute(select(fence_col.fence).where(fence_col.scope_path == path)).scalar_one()
         else:
+            fence = None
+        if fence is None:
             fence = 1
             conn.execute(insert(scope_fence).values(scope_path=path, fence=fence))
         now = db_now(self.dialect)
@@ -302,6 +351,8 @@ class LeaseBackend:
         root = select(anchor).where(anchor == paths.ROOT_PATH)
         if len(anchors) == 1:  # a root claim excludes every other claim: FOR UPDATE on '/'
             return conn.execute(root.with_for_update()).first() is not None
+        if self.dialect == "postgresql":  # both locks in one statement: one round trip fewer
+            return conn.execute(_PG_LOCK_ANCHORS, {"root": paths.ROOT_PATH, "anchor": anchors[1]}).first() is not None
         # FOR KEY SHARE on PostgreSQL (LOCK IN SHARE MODE on MySQL): conflicts with FOR UPDATE only.
         # (key_share without read would be FOR NO KEY UPDATE, which does NOT conflict with it.)
         found = conn.execute(root.with_for_update(read=True, key_share=True)).first()

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from gravimeta import errors
 from gravimeta.dispatch.catalogs import require_metalake_in_use
-from gravimeta.entities import Catalog
+from gravimeta.entities import Catalog, Metalake
 from gravimeta.store import EntityStore
 
 
 def catalog_in_use(store: EntityStore, metalake: str, catalog: str) -> Catalog:
     """Load a catalog for schema/table work: both it and its metalake must be in use."""
     found, loaded = store.get_metalake_and_catalog(metalake, catalog)  # one snapshot, one query
+    return require_in_use(metalake, catalog, found, loaded)
+
+
+def require_in_use(metalake: str, catalog: str, found: Metalake, loaded: Catalog | None) -> Catalog:
+    """The in-use check on a metalake and its catalog `catalog` (None: there is no such catalog)."""
     require_metalake_in_use(found)
     if loaded is None:
         raise errors.NoSuchCatalog(f"Catalog {metalake}.{catalog} does not exist")

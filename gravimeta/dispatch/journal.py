@@ -27,6 +27,7 @@ from gravimeta.concurrency.coordinator import Coordinator
 from gravimeta.concurrency.paths import scope_path
 from gravimeta.concurrency.tree_lock import LockType
 from gravimeta.dispatch.connector_cache import ConnectorCache
+from gravimeta.dispatch.guarded import catalog_in_use
 from gravimeta.dispatch.intents import APPLIED, NOT_APPLIED, OPERATIONS, Payload
 from gravimeta.entities import NameIdentifier
 from gravimeta.store import EntityStore
@@ -72,7 +73,7 @@ class Reconciler:
                 f"it as pending operation {intent.id} and will reconcile its metadata with the engine"
             ) from exc
         # any other exception (a connector bug) propagates as it is; the intent stays for the repair
-        return self._apply(intent)
+        return self._apply(intent, last=True)
 
     def _note_failure(self, intent: Intent, exc: errors.GravitinoError) -> None:
         try:
@@ -80,8 +81,9 @@ class Reconciler:
         except errors.GravitinoError:  # the detail is for operators; the engine's error matters more
             log.exception("could not note the failure of intent %s", intent.id)
 
-    def _apply(self, intent: Intent) -> Any:
-        with self.journal.finishing(intent.id):
+    def _apply(self, intent: Intent, last: bool = False) -> Any:
+        """`last`: the operation's own apply step, its last store write (the claim may end with it)."""
+        with self.journal.finishing(intent.id, last):
             result, committed = OPERATIONS[intent.operation].apply(self.store, intent.payload)
         if not committed:
             self.journal.discard(intent.id)
@@ -89,9 +91,16 @@ class Reconciler:
 
     # ------------------------------------------------------------------ repair
 
-    def before_structural(self, scope: NameIdentifier) -> Counter[str]:
-        """The next claimant's duty: settle what earlier operations under `scope` left open."""
-        return self._repair_all(self.journal.pending(scope_path(scope), self.settle_ms))
+    def prepare(self, scope: NameIdentifier, metalake: str, catalog: str) -> Connector:
+        """Start a structural operation on `scope` (call inside coordinator.structural(scope)): check
+        that the metalake and catalog are in use and read the open intents under `scope` in ONE
+        snapshot, then do the next claimant's duty: settle what earlier operations left open.
+        Returns the catalog's connector."""
+        with self.store.snapshot():
+            connector = self.connectors.for_catalog(catalog_in_use(self.store, metalake, catalog))
+            intents = self.journal.pending(scope_path(scope), self.settle_ms)
+        self._repair_all(intents)
+        return connector
 
     def repair_pending(self, settle_s: float | None = None) -> Counter[str]:
         """Repair every open intent, each under a claim on its own scope (reclaimer, `gravimeta repair`).

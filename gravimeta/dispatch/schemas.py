@@ -23,19 +23,20 @@ class SchemaDispatcher:
 
     def list(self, m: str, c: str) -> list[Schema]:
         with self.coordinator.local(NameIdentifier.of(m, c), LockType.READ):
-            catalog_in_use(self.store, m, c)
-            return self.store.list_schemas(m, c)
+            with self.store.snapshot():  # one snapshot for the in-use check and the read
+                catalog_in_use(self.store, m, c)
+                return self.store.list_schemas(m, c)
 
     def load(self, m: str, c: str, name: str) -> Schema:
         with self.coordinator.local(NameIdentifier.of(m, c, name), LockType.READ):
-            catalog_in_use(self.store, m, c)
-            return self.store.get_schema(m, c, name)
+            with self.store.snapshot():
+                catalog_in_use(self.store, m, c)
+                return self.store.get_schema(m, c, name)
 
     def create(self, m: str, c: str, schema: Schema, user: str) -> Schema:
         scope = NameIdentifier.of(m, c)
         with self.coordinator.structural(scope, LockType.WRITE):
-            connector = self.connectors.for_catalog(catalog_in_use(self.store, m, c))
-            self.reconciler.before_structural(scope)
+            connector = self.reconciler.prepare(scope, m, c)
             created: Schema = self.reconciler.run(
                 scope, connector, "create_schema", {"m": m, "c": c, "user": user, "schema": to_json(schema)},
                 lambda s: pre.schema_creatable(self.store, s, m, c, schema.name),
@@ -52,8 +53,7 @@ class SchemaDispatcher:
         store has no such schema (the engine is not asked)."""
         scope = NameIdentifier.of(m, c)
         with self.coordinator.structural(scope, LockType.WRITE):
-            connector = self.connectors.for_catalog(catalog_in_use(self.store, m, c))
-            self.reconciler.before_structural(scope)
+            connector = self.reconciler.prepare(scope, m, c)
             dropped = self.reconciler.run(
                 scope, connector, "drop_schema", {"m": m, "c": c, "user": "", "name": name},
                 lambda s: pre.schema_droppable(self.store, s, m, c, name, cascade),

@@ -12,7 +12,7 @@ from gravimeta.concurrency.coordinator import Coordinator
 from gravimeta.concurrency.tree_lock import LockType
 from gravimeta.dispatch.changes import Changes, is_rename, target_schema
 from gravimeta.dispatch.connector_cache import ConnectorCache
-from gravimeta.dispatch.guarded import catalog_in_use
+from gravimeta.dispatch.guarded import catalog_in_use, require_in_use
 from gravimeta.dispatch.intents import to_json
 from gravimeta.dispatch.journal import Reconciler
 from gravimeta.dispatch.table_rules import table_mutation, validate_table
@@ -31,20 +31,20 @@ class TableDispatcher:
 
     def list(self, m: str, c: str, s: str) -> list[str]:
         with self.coordinator.local(NameIdentifier.of(m, c, s), LockType.READ):
-            catalog_in_use(self.store, m, c)
-            return self.store.list_tables(m, c, s)
+            with self.store.snapshot():  # one snapshot for the in-use check and the read
+                catalog_in_use(self.store, m, c)
+                return self.store.list_tables(m, c, s)
 
     def load(self, m: str, c: str, s: str, name: str) -> Table:
         with self.coordinator.local(NameIdentifier.of(m, c, s, name), LockType.READ):
-            catalog_in_use(self.store, m, c)
-            return self.store.get_table(m, c, s, name)
+            return self.store.get_table(m, c, s, name,  # in-use check and table in one statement
+                                        parents=lambda found, catalog: require_in_use(m, c, found, catalog))
 
     def create(self, m: str, c: str, s: str, table: Table, user: str) -> Table:
         validate_table(table)
         scope = NameIdentifier.of(m, c, s)
         with self.coordinator.structural(scope, LockType.WRITE):
-            connector = self.connectors.for_catalog(catalog_in_use(self.store, m, c))
-            self.reconciler.before_structural(scope)
+            connector = self.reconciler.prepare(scope, m, c)
             created: Table = self.reconciler.run(
                 scope, connector, "create_table", {"m": m, "c": c, "user": user, "schema": s, "table": to_json(table)},
                 lambda session: pre.table_creatable(self.store, session, m, c, s, table.name),
@@ -63,8 +63,7 @@ class TableDispatcher:
         moving = new_schema is not None and new_schema != s
         scope = NameIdentifier.of(m, c) if moving else NameIdentifier.of(m, c, s)
         with self.coordinator.structural(scope, LockType.WRITE):
-            connector = self.connectors.for_catalog(catalog_in_use(self.store, m, c))
-            self.reconciler.before_structural(scope)
+            connector = self.reconciler.prepare(scope, m, c)
 
             def check(session: Session) -> dict[str, object]:
                 before, after = pre.table_renamable(self.store, session, m, c, s, name, mutate, new_schema)
@@ -79,10 +78,9 @@ class TableDispatcher:
         """Engine first, then the store; False when the store has no such table (the engine is not asked)."""
         scope = NameIdentifier.of(m, c, s)
         with self.coordinator.structural(scope, LockType.WRITE):
-            connector = self.connectors.for_catalog(catalog_in_use(self.store, m, c))
+            connector = self.reconciler.prepare(scope, m, c)
             if purge and not connector.supports_purge:
                 raise errors.UnsupportedOperation(f"Catalog {m}.{c} does not support purging tables")
-            self.reconciler.before_structural(scope)
             dropped = self.reconciler.run(
                 scope, connector, "drop_table", {"m": m, "c": c, "user": "", "schema": s, "name": name, "purge": purge},
                 lambda session: pre.table_droppable(self.store, session, m, c, s, name),

@@ -34,7 +34,13 @@ def create_store_engine(url: str, **kwargs: Any) -> Engine:
         url = str(parsed.set(drivername=f"{backend}+pymysql"))
     if backend in ("mysql", "mariadb"):
         kwargs.setdefault("connect_args", {}).setdefault("charset", "utf8mb4")
-    kwargs.setdefault("pool_pre_ping", True)
+    # No pool_pre_ping: it cost one round trip on every checkout (4-6 per structural request). A
+    # connection the database dropped fails its first statement instead; SQLAlchemy then invalidates
+    # the whole pool (every connection opened before the failure is replaced on its next checkout),
+    # the request gets StoreUnavailable (503), and later requests reconnect: no restart needed
+    # (tests/chaos/test_database_outage.py). pool_recycle replaces idle connections before a server or
+    # proxy idle timeout can cut them.
+    kwargs.setdefault("pool_recycle", 1800)
     return create_engine(url, isolation_level="READ COMMITTED", **kwargs)
 
 

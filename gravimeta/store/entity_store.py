@@ -16,10 +16,11 @@ import copy
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Engine, and_, delete, exists, select
+from sqlalchemy import Engine, and_, bindparam, delete, exists, select
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
@@ -32,6 +33,9 @@ from gravimeta.store.models import CatalogRow, ColumnRow, MetalakeRow, SchemaRow
 
 T = TypeVar("T")
 Mutation = Callable[[T], T]
+#: the dispatcher's check of a request's metalake and catalog (None: no such catalog), run before the
+#: store raises its own NoSuchX for the levels below
+ParentsCheck = Callable[[Metalake, "Catalog | None"], object]
 
 # Transient errors worth retrying the whole transaction for: deadlocks and serialization failures.
 _RETRYABLE_PG = {"40P01", "40001"}
@@ -88,15 +92,27 @@ class EntityStore:
         self.max_retries = max_retries
         #: called once per snapshot transaction (the app counts them in a Prometheus metric)
         self.on_snapshot = on_snapshot
+        self._open_snapshot: ContextVar[Session | None] = ContextVar(f"gravimeta_snapshot_{id(self)}", default=None)
 
     # ----------------------------------------------------------------- transactions
 
     @contextmanager
     def snapshot(self) -> Iterator[Session]:
+        """A snapshot transaction. Inside another snapshot block of this store (same thread or task)
+        it joins that one instead of opening its own, so a dispatcher can run several reads (the
+        in-use check and the load) in one snapshot: one BEGIN/ROLLBACK and one pool checkout."""
+        joined = self._open_snapshot.get()
+        if joined is not None:
+            yield joined
+            return
         if self.on_snapshot is not None:
             self.on_snapshot()
         with self._translated(), snapshot_session(self.engine) as session:
-            yield session
+            token = self._open_snapshot.set(session)
+            try:
+                yield session
+            finally:
+                self._open_snapshot.reset(token)
 
     def write(self, work: Callable[[Session], T]) -> T:
         """Run `work` in one write transaction behind the current guard; retry on deadlock."""
@@ -162,7 +178,7 @@ class EntityStore:
 
     @staticmethod
     def _columns(s: Session, table_id: int) -> list[ColumnRow]:
-        return list(s.scalars(select(ColumnRow).where(ColumnRow.table_id == table_id)))
+        return list(s.scalars(_COLUMNS_OF, {"table_id": table_id}))
 
     # ----------------------------------------------------------------- metalakes
 
@@ -358,10 +374,27 @@ class EntityStore:
             schema = self._schema_row(s, m, c, sc)
             return list(s.scalars(select(TableRow.name).where(TableRow.schema_id == schema.id).order_by(TableRow.name)))
 
-    def get_table(self, m: str, c: str, sc: str, t: str) -> Table:
+    def get_table(self, m: str, c: str, sc: str, t: str, parents: ParentsCheck | None = None) -> Table:
+        """The table. With `parents`, its metalake and catalog are read in the same statement as the
+        table row and handed to `parents` first (the dispatcher's in-use check): a load is then one
+        snapshot with two statements (parents and table, then the columns)."""
         with self.snapshot() as s:
-            row = self._table_row(s, m, c, sc, t)
-            return convert.table_of(row, self._columns(s, row.id))
+            if parents is None:
+                row = self._table_row(s, m, c, sc, t)
+                return convert.table_of(row, self._columns(s, row.id))
+            found = s.execute(_TABLE_WITH_PARENTS, {"m": m, "c": c, "s": sc, "t": t}).first()
+            if found is None:
+                raise errors.NoSuchMetalake(f"Metalake {m} does not exist")
+            metalake_row, catalog_row, schema_id, table_row = found
+            parents(convert.metalake_of(metalake_row),
+                    None if catalog_row is None else convert.catalog_of(catalog_row, m))
+            if catalog_row is None:
+                raise errors.NoSuchCatalog(f"Catalog {m}.{c} does not exist")
+            if schema_id is None:
+                raise errors.NoSuchSchema(f"Schema {m}.{c}.{sc} does not exist")
+            if table_row is None:
+                raise errors.NoSuchTable(f"Table {m}.{c}.{sc}.{t} does not exist")
+            return convert.table_of(table_row, self._columns(s, table_row.id))
 
     def create_table(self, m: str, c: str, sc: str, table: Table, user: str) -> Table:
         def work(s: Session) -> Table:
@@ -424,6 +457,17 @@ class EntityStore:
 
 
 # --------------------------------------------------------------------- helpers
+
+# Statements of the hottest reads, built once with bound parameters: building the expression tree on
+# every request cost more CPU than executing it (profile of load table, docs/benchmarks.md).
+_COLUMNS_OF = select(ColumnRow).where(ColumnRow.table_id == bindparam("table_id"))
+_TABLE_WITH_PARENTS = (
+    select(MetalakeRow, CatalogRow, SchemaRow.id, TableRow)
+    .outerjoin(CatalogRow, and_(CatalogRow.metalake_id == MetalakeRow.id, CatalogRow.name == bindparam("c")))
+    .outerjoin(SchemaRow, and_(SchemaRow.catalog_id == CatalogRow.id, SchemaRow.name == bindparam("s")))
+    .outerjoin(TableRow, and_(TableRow.schema_id == SchemaRow.id, TableRow.name == bindparam("t")))
+    .where(MetalakeRow.name == bindparam("m"))
+)
 
 
 def _metalake_id(m: str) -> Any:

@@ -3,6 +3,10 @@
 The concurrency coordinator installs one for a structural operation (it re-reads the claim row under
 a row lock and raises FenceLost if the claim was stolen), so the check and the writes commit or fail
 together. The store knows nothing of claims: it only calls whatever guard is installed.
+
+The journal marks the operation's LAST store write (its apply step) with `last_write()`: a guard may
+then end its claim inside that transaction (the lease deletes its row there, in the same statement as
+its check, instead of in a separate release transaction after the operation).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from sqlalchemy.orm import Session
 WriteGuard = Callable[[Session], None]
 
 _current: ContextVar[WriteGuard | None] = ContextVar("gravimeta_write_guard", default=None)
+_last: ContextVar[bool] = ContextVar("gravimeta_last_write", default=False)
 
 
 def current_guard() -> WriteGuard | None:
@@ -30,3 +35,18 @@ def installed(guard: WriteGuard | None) -> Iterator[None]:
         yield
     finally:
         _current.reset(token)
+
+
+def in_last_write() -> bool:
+    """Whether the store write now running is the operation's last one."""
+    return _last.get()
+
+
+@contextmanager
+def last_write() -> Iterator[None]:
+    """Mark the store write inside this block as the operation's last one (exactly one write)."""
+    token = _last.set(True)
+    try:
+        yield
+    finally:
+        _last.reset(token)

@@ -12,7 +12,7 @@ import json
 import os
 import socket
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -100,9 +100,10 @@ class OperationJournal:
         return self.store.write(work)
 
     @contextmanager
-    def finishing(self, intent_id: int) -> Iterator[None]:
+    def finishing(self, intent_id: int, last: bool = False) -> Iterator[None]:
         """Store writes inside this block also delete the intent, in their own transaction (after the
-        fence check), so the store change and the end of the intent commit or roll back together."""
+        fence check), so the store change and the end of the intent commit or roll back together.
+        `last`: the block's one store write is the operation's last (guard.last_write())."""
         outer = guard.current_guard()
 
         def hook(s: Session) -> None:
@@ -110,7 +111,7 @@ class OperationJournal:
                 outer(s)
             s.execute(delete(operation_journal).where(operation_journal.c.id == intent_id))
 
-        with guard.installed(hook):
+        with guard.installed(hook), (guard.last_write() if last else nullcontext()):
             yield
 
     def discard(self, intent_id: int) -> None:

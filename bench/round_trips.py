@@ -1,0 +1,118 @@
+"""Round trips to PostgreSQL per request, counted on the wire (libpq's protocol trace), in one process
+through the Flask test client: what every pool checkout, BEGIN, statement and COMMIT costs a request.
+
+    .venv/bin/python bench/round_trips.py [--modes off,LEASE_TABLE,PG_ADVISORY] [--verbose]
+
+A round trip is one Sync (extended protocol: a parameterized statement) or one Query (simple protocol:
+BEGIN, COMMIT, ROLLBACK, SET, and the `;` that pool_pre_ping sends). `--verbose` lists the statements.
+Also prints the process CPU time per request (single thread, uncontended; a rough guide only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gravimeta.app import create_app  # noqa: E402
+from gravimeta.config import load_settings  # noqa: E402
+from tests.support.databases import fresh_database  # noqa: E402
+
+BASE = "/api/metalakes"
+TABLES = f"{BASE}/m/catalogs/c/schemas/s/tables"
+
+
+def table_body(name: str, columns: int = 3) -> dict[str, Any]:
+    cols = [{"name": f"c{i}", "type": "integer", "comment": "", "nullable": True} for i in range(columns)]
+    return {"name": name, "comment": "", "columns": cols, "properties": {}}
+
+
+def rename_body(new_name: str) -> dict[str, Any]:
+    return {"updates": [{"@type": "rename", "newName": new_name}]}
+
+
+def measure_mode(mode: str, verbose: bool) -> None:
+    with fresh_database("postgresql", Path(tempfile.mkdtemp())) as url, \
+            tempfile.NamedTemporaryFile("w+", suffix=".trace") as trace:
+        settings = load_settings(environ={}, store_url=url, distributed_lock_enabled=mode != "off",
+                                 distributed_lock_backend=None if mode == "off" else mode)
+        app = create_app(settings)
+        engine = app.extensions["gravimeta"].store.engine
+
+        @event.listens_for(engine, "connect")
+        def _trace(dbapi_connection: Any, _record: Any) -> None:
+            dbapi_connection.pgconn.trace(trace.fileno())
+
+        engine.dispose()  # every pooled connection from now on is traced
+        client = app.test_client()
+
+        def ok(method: str, path: str, body: Any = None) -> None:
+            response = client.open(path, method=method, json=body)
+            assert response.status_code < 300, (method, path, response.status_code, response.get_data(True))
+
+        ok("POST", BASE, {"name": "m", "comment": "", "properties": {}})
+        ok("POST", f"{BASE}/m/catalogs", {"name": "c", "type": "RELATIONAL", "provider": "memory", "comment": "",
+                                          "properties": {}})
+        ok("POST", f"{BASE}/m/catalogs/c/schemas", {"name": "s", "comment": "", "properties": {}})
+        ok("POST", TABLES, table_body("t0", columns=10))
+        ok("GET", f"{TABLES}/t0")  # warm-up: connections, statement caches
+
+        requests: list[tuple[str, Callable[[int], None]]] = [
+            ("GET /api/version", lambda i: ok("GET", "/api/version")),
+            ("load table", lambda i: ok("GET", f"{TABLES}/t0")),
+            ("list tables", lambda i: ok("GET", TABLES)),
+            ("create table", lambda i: ok("POST", TABLES, table_body(f"x{i}"))),
+            ("rename table", lambda i: ok("PUT", f"{TABLES}/x{i}", rename_body(f"y{i}"))),
+            ("drop table", lambda i: ok("DELETE", f"{TABLES}/y{i}")),
+        ]
+        print(f"## {mode}")
+        for label, request in requests:
+            trace.flush()
+            start = os.path.getsize(trace.name)
+            request(0)
+            trace.flush()
+            with open(trace.name) as f:
+                f.seek(start)
+                sent = [line.split("\t") for line in f.read().splitlines() if "\tF\t" in line]
+            kinds = collections.Counter(parts[3].split(" ")[0] for parts in sent if len(parts) > 3)
+            cpu = _cpu_ms(request, label)
+            cpu_note = "" if cpu is None else f"  cpu {cpu:.2f} ms"
+            print(f"{label:18s} round trips {kinds['Sync'] + kinds['Query']:3d}  statements {kinds['Parse']:3d}{cpu_note}")
+            if verbose:
+                for parts in sent:
+                    if len(parts) > 4 and parts[3].split(" ")[0] in ("Query", "Parse"):
+                        print("      ", " ".join(parts[3:])[:150])
+
+
+def _cpu_ms(request: Callable[[int], None], label: str) -> float | None:
+    """Process CPU per request over 30 repetitions of a read (None for structural requests, which
+    need fresh names)."""
+    if label not in ("GET /api/version", "load table", "list tables"):
+        return None
+    started = time.process_time()
+    for i in range(30):
+        request(i)
+    return (time.process_time() - started) / 30 * 1000
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--modes", default="off,LEASE_TABLE,PG_ADVISORY")
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    for mode in args.modes.split(","):
+        measure_mode(mode, args.verbose)
+
+
+if __name__ == "__main__":
+    main()
