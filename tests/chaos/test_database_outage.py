@@ -119,7 +119,8 @@ def restart_database_server(backend: str) -> None:
         wait_until("PostgreSQL is back", lambda: _ok(["pg_isready", "-q", "-h", "127.0.0.1"]), timeout=60)
         return
     subprocess.run(["mysqladmin", "-h127.0.0.1", "-uroot", "shutdown"], check=True, timeout=60)
-    wait_until("MariaDB is down", lambda: not _ok(["mysqladmin", "-h127.0.0.1", "-uroot", "ping"]), timeout=60)
+    # the process outlives its socket while InnoDB shuts down; start-stop-daemon --oknodo would then do nothing
+    wait_until("MariaDB has exited", lambda: not _ok(["pgrep", "-x", "mariadbd"]), timeout=60)
     os.makedirs("/run/mysqld", exist_ok=True)
     shutil.chown("/run/mysqld", "mysql", "mysql")
     subprocess.run(["start-stop-daemon", "--start", "--oknodo", "--background", "--exec", "/usr/sbin/mariadbd"],

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.pool import NullPool
 
 from gravimeta.store.database import create_store_engine
 from gravimeta.store.migrations import upgrade
@@ -51,7 +52,8 @@ def fresh_database(backend: str, tmp_dir: Path, migrate: bool = True) -> Iterato
         yield url
         return
     admin_url = make_url(_admin_url(backend))
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    # no pool: a connection must not outlive a server restart that a chaos test performs meanwhile
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
     with admin.connect() as conn:
         if backend == "mysql":
             conn.execute(text(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"))
