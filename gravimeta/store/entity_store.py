@@ -349,19 +349,27 @@ class EntityStore:
 
         return self.write(work)
 
+    def schema_to_drop(self, s: Session, m: str, c: str, sc: str, cascade: bool) -> SchemaRow | None:
+        """The schema row a drop would delete, locked FOR UPDATE; None when it (or its catalog) does
+        not exist; NonEmptySchema when it has tables and `cascade` is off."""
+        try:
+            catalog = self._catalog_row(s, m, c)
+        except errors.NotFound:
+            return None
+        q = select(SchemaRow).where(SchemaRow.catalog_id == catalog.id, SchemaRow.name == sc)
+        row = s.scalar(q.with_for_update())
+        if row is None:
+            return None
+        tables = select(TableRow.id).where(TableRow.schema_id == row.id)
+        if not cascade and s.scalar(select(exists(tables))):
+            raise errors.NonEmptySchema(f"Schema {m}.{c}.{sc} is not empty; use cascade=true to drop its tables")
+        return row
+
     def drop_schema(self, m: str, c: str, sc: str, cascade: bool) -> bool:
         def work(s: Session) -> bool:
-            try:
-                catalog = self._catalog_row(s, m, c)
-            except errors.NotFound:
-                return False
-            q = select(SchemaRow).where(SchemaRow.catalog_id == catalog.id, SchemaRow.name == sc)
-            row = s.scalar(q.with_for_update())
+            row = self.schema_to_drop(s, m, c, sc, cascade)
             if row is None:
                 return False
-            tables = select(TableRow.id).where(TableRow.schema_id == row.id)
-            if not cascade and s.scalar(select(exists(tables))):
-                raise errors.NonEmptySchema(f"Schema {m}.{c}.{sc} is not empty; use cascade=true to drop its tables")
             _delete_schemas(s, select(SchemaRow.id).where(SchemaRow.id == row.id))
             return True
 
@@ -439,15 +447,18 @@ class EntityStore:
 
         return self.write(work)
 
+    def table_to_drop(self, s: Session, m: str, c: str, sc: str, t: str) -> TableRow | None:
+        """The table row a drop would delete, locked FOR UPDATE under its schema (FOR SHARE); None when
+        it or a parent does not exist."""
+        try:
+            schema = self._schema_row(s, m, c, sc, lock="share")
+        except errors.NotFound:
+            return None
+        return s.scalar(select(TableRow).where(TableRow.schema_id == schema.id, TableRow.name == t).with_for_update())
+
     def drop_table(self, m: str, c: str, sc: str, t: str) -> bool:
         def work(s: Session) -> bool:
-            try:
-                schema = self._schema_row(s, m, c, sc, lock="share")
-            except errors.NotFound:
-                return False
-            row = s.scalar(
-                select(TableRow).where(TableRow.schema_id == schema.id, TableRow.name == t).with_for_update()
-            )
+            row = self.table_to_drop(s, m, c, sc, t)
             if row is None:
                 return False
             _delete_tables(s, select(TableRow.id).where(TableRow.id == row.id))

@@ -28,17 +28,7 @@ def schema_creatable(store: EntityStore, s: Session, m: str, c: str, name: str) 
 
 
 def schema_droppable(store: EntityStore, s: Session, m: str, c: str, name: str, cascade: bool) -> dict[str, Any] | None:
-    try:
-        catalog = store._catalog_row(s, m, c)
-    except errors.NotFound:
-        return None
-    q = select(SchemaRow).where(SchemaRow.catalog_id == catalog.id, SchemaRow.name == name)
-    row = s.scalar(q.with_for_update())
-    if row is None:
-        return None
-    if not cascade and s.scalar(select(exists().where(TableRow.schema_id == row.id))):
-        raise errors.NonEmptySchema(f"Schema {m}.{c}.{name} is not empty; use cascade=true to drop its tables")
-    return {}
+    return None if store.schema_to_drop(s, m, c, name, cascade) is None else {}
 
 
 def table_creatable(store: EntityStore, s: Session, m: str, c: str, sc: str, name: str) -> dict[str, Any]:
@@ -64,9 +54,4 @@ def table_renamable(
 
 
 def table_droppable(store: EntityStore, s: Session, m: str, c: str, sc: str, t: str) -> dict[str, Any] | None:
-    try:
-        schema = store._schema_row(s, m, c, sc, lock="share")
-    except errors.NotFound:
-        return None
-    row = s.scalar(select(TableRow).where(TableRow.schema_id == schema.id, TableRow.name == t).with_for_update())
-    return None if row is None else {}
+    return None if store.table_to_drop(s, m, c, sc, t) is None else {}
