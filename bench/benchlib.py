@@ -243,6 +243,12 @@ def worker_pids(server: ServerProcess) -> list[int]:
     return sorted(found)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used so far (/proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from gravimeta import errors
-from gravimeta.dispatch.catalogs import require_metalake_in_use
 from gravimeta.entities import Catalog, Metalake
 from gravimeta.store import EntityStore
 
@@ -16,9 +15,16 @@ def catalog_in_use(store: EntityStore, metalake: str, catalog: str) -> Catalog:
 
 def require_in_use(metalake: str, catalog: str, found: Metalake, loaded: Catalog | None) -> Catalog:
     """The in-use check on a metalake and its catalog `catalog` (None: there is no such catalog)."""
-    require_metalake_in_use(found)
-    if loaded is None:
-        raise errors.NoSuchCatalog(f"Catalog {metalake}.{catalog} does not exist")
-    if not loaded.in_use:
-        raise errors.CatalogNotInUse(f"Catalog {metalake}.{catalog} is not in use; enable it first")
+    check_in_use(metalake, catalog, found.in_use, None if loaded is None else loaded.in_use)
+    assert loaded is not None
     return loaded
+
+
+def check_in_use(metalake: str, catalog: str, metalake_in_use: bool, catalog_in_use: bool | None) -> None:
+    """The same check on the flags alone (catalog_in_use None: there is no such catalog)."""
+    if not metalake_in_use:
+        raise errors.MetalakeNotInUse(f"Metalake {metalake} is not in use; enable it first")
+    if catalog_in_use is None:
+        raise errors.NoSuchCatalog(f"Catalog {metalake}.{catalog} does not exist")
+    if not catalog_in_use:
+        raise errors.CatalogNotInUse(f"Catalog {metalake}.{catalog} is not in use; enable it first")

@@ -12,7 +12,7 @@ from gravimeta.concurrency.coordinator import Coordinator
 from gravimeta.concurrency.tree_lock import LockType
 from gravimeta.dispatch.changes import Changes, is_rename, target_schema
 from gravimeta.dispatch.connector_cache import ConnectorCache
-from gravimeta.dispatch.guarded import catalog_in_use, require_in_use
+from gravimeta.dispatch.guarded import catalog_in_use, check_in_use
 from gravimeta.dispatch.intents import to_json
 from gravimeta.dispatch.journal import Reconciler
 from gravimeta.dispatch.table_rules import table_mutation, validate_table
@@ -37,8 +37,9 @@ class TableDispatcher:
 
     def load(self, m: str, c: str, s: str, name: str) -> Table:
         with self.coordinator.local(NameIdentifier.of(m, c, s, name), LockType.READ):
-            return self.store.get_table(m, c, s, name,  # in-use check and table in one statement
-                                        parents=lambda found, catalog: require_in_use(m, c, found, catalog))
+            return self.store.load_table(m, c, s, name,  # in-use check and table in one statement
+                                         lambda metalake_in_use, catalog_in_use:
+                                         check_in_use(m, c, metalake_in_use, catalog_in_use))
 
     def create(self, m: str, c: str, s: str, table: Table, user: str) -> Table:
         validate_table(table)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from gravimeta.entities import Audit, Catalog, Column, Metalake, Schema, Table
-from gravimeta.store.models import CatalogRow, ColumnRow, MetalakeRow, SchemaRow, TableRow
+from gravimeta.store.models import CatalogRow, ColumnRow, MetalakeRow, SchemaRow, TableRow, decode_json
 
 
 def audit_of(row: MetalakeRow | CatalogRow | SchemaRow | TableRow) -> Audit:
@@ -29,10 +31,21 @@ def column_of(row: ColumnRow) -> Column:
     return Column(row.name, row.type, row.comment, row.nullable, row.auto_increment, row.default_value)
 
 
-def table_of(row: TableRow, columns: list[ColumnRow]) -> Table:
+#: the column fields of a raw row of the load-table statement, in this order
+RAW_COLUMN_FIELDS = ("position", "name", "type", "comment", "nullable", "auto_increment", "default_value")
+
+
+def raw_column_of(fields: tuple[Any, ...]) -> Column:
+    """A column from the driver's values of RAW_COLUMN_FIELDS: JSON still as text, booleans maybe 0/1."""
+    _position, name, type_, comment, nullable, auto_increment, default_value = fields
+    return Column(name, decode_json(type_), comment, bool(nullable), bool(auto_increment), decode_json(default_value))
+
+
+def table_of(row: Any, columns: list[Column]) -> Table:
+    """A table from its row (an ORM row or a row of the load-table join) and its columns in order."""
     return Table(
         name=row.name,
-        columns=[column_of(c) for c in sorted(columns, key=lambda c: c.position)],
+        columns=columns,
         comment=row.comment,
         properties=dict(row.properties or {}),
         partitioning=list(row.partitioning or []),

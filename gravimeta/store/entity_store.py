@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any, TypeVar
 
 from sqlalchemy import Engine, and_, bindparam, delete, exists, select
@@ -25,17 +26,26 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
 from gravimeta import errors
-from gravimeta.entities import Audit, Catalog, Metalake, Schema, Table
+from gravimeta.entities import Audit, Catalog, Column, Metalake, Schema, Table
 from gravimeta.store import convert
 from gravimeta.store.database import disabled_for_test, snapshot_session, write_session
 from gravimeta.store.guard import current_guard
-from gravimeta.store.models import CatalogRow, ColumnRow, MetalakeRow, SchemaRow, TableRow
+from gravimeta.store.models import (
+    CatalogRow,
+    ColumnRow,
+    JSONText,
+    MetalakeRow,
+    SchemaRow,
+    TableRow,
+    decode_json,
+)
+from gravimeta.store.raw_query import RawQuery
 
 T = TypeVar("T")
 Mutation = Callable[[T], T]
-#: the dispatcher's check of a request's metalake and catalog (None: no such catalog), run before the
-#: store raises its own NoSuchX for the levels below
-ParentsCheck = Callable[[Metalake, "Catalog | None"], object]
+#: the dispatcher's in-use check of a request's metalake and catalog: (metalake in use, catalog in use
+#: or None when there is no such catalog), run before the store raises its own NoSuchX for the levels below
+InUseCheck = Callable[[bool, "bool | None"], object]
 
 # Transient errors worth retrying the whole transaction for: deadlocks and serialization failures.
 _RETRYABLE_PG = {"40P01", "40001"}
@@ -177,8 +187,9 @@ class EntityStore:
         return row
 
     @staticmethod
-    def _columns(s: Session, table_id: int) -> list[ColumnRow]:
-        return list(s.scalars(_COLUMNS_OF, {"table_id": table_id}))
+    def _columns(s: Session, table_id: int) -> list[Column]:
+        """The table's columns, in order."""
+        return [convert.column_of(row) for row in s.scalars(_COLUMNS_OF, {"table_id": table_id})]
 
     # ----------------------------------------------------------------- metalakes
 
@@ -382,27 +393,38 @@ class EntityStore:
             schema = self._schema_row(s, m, c, sc)
             return list(s.scalars(select(TableRow.name).where(TableRow.schema_id == schema.id).order_by(TableRow.name)))
 
-    def get_table(self, m: str, c: str, sc: str, t: str, parents: ParentsCheck | None = None) -> Table:
-        """The table. With `parents`, its metalake and catalog are read in the same statement as the
-        table row and handed to `parents` first (the dispatcher's in-use check): a load is then one
-        snapshot with two statements (parents and table, then the columns)."""
+    def get_table(self, m: str, c: str, sc: str, t: str) -> Table:
+        """The table: its row (parent chain resolved in the same statement), then its columns, in one
+        snapshot."""
         with self.snapshot() as s:
-            if parents is None:
-                row = self._table_row(s, m, c, sc, t)
-                return convert.table_of(row, self._columns(s, row.id))
-            found = s.execute(_TABLE_WITH_PARENTS, {"m": m, "c": c, "s": sc, "t": t}).first()
-            if found is None:
-                raise errors.NoSuchMetalake(f"Metalake {m} does not exist")
-            metalake_row, catalog_row, schema_id, table_row = found
-            parents(convert.metalake_of(metalake_row),
-                    None if catalog_row is None else convert.catalog_of(catalog_row, m))
-            if catalog_row is None:
-                raise errors.NoSuchCatalog(f"Catalog {m}.{c} does not exist")
-            if schema_id is None:
-                raise errors.NoSuchSchema(f"Schema {m}.{c}.{sc} does not exist")
-            if table_row is None:
-                raise errors.NoSuchTable(f"Table {m}.{c}.{sc}.{t} does not exist")
-            return convert.table_of(table_row, self._columns(s, table_row.id))
+            row = self._table_row(s, m, c, sc, t)
+            return convert.table_of(row, self._columns(s, row.id))
+
+    def load_table(self, m: str, c: str, sc: str, t: str, in_use: InUseCheck) -> Table:
+        """The table for a load request, in ONE statement outside any transaction: the metalake's and
+        catalog's in-use flags, the schema id, the table row and its columns (one row per column, outer
+        joined). One statement reads one consistent state, so the load cannot see half of a rename or a
+        drop without a snapshot transaction (a round trip on PostgreSQL, docs/benchmarks.md). `in_use`
+        (the dispatcher's check) runs first: errors come in the order NoSuchMetalake, MetalakeNotInUse,
+        NoSuchCatalog, CatalogNotInUse, NoSuchSchema, NoSuchTable."""
+        with self._translated():
+            rows = _LOAD_TABLE.rows(self.engine, {"m": m, "c": c, "s": sc, "t": t})
+        if not rows:
+            raise errors.NoSuchMetalake(f"Metalake {m} does not exist")
+        first = dict(zip(_LOAD_TABLE_FIELDS, rows[0], strict=True))
+        in_use(bool(first["metalake_in_use"]),
+               None if first["catalog_in_use"] is None else bool(first["catalog_in_use"]))
+        if first["catalog_in_use"] is None:
+            raise errors.NoSuchCatalog(f"Catalog {m}.{c} does not exist")
+        if first["found_schema_id"] is None:
+            raise errors.NoSuchSchema(f"Schema {m}.{c}.{sc} does not exist")
+        if first["id"] is None:
+            raise errors.NoSuchTable(f"Table {m}.{c}.{sc}.{t} does not exist")
+        for name in _JSON_FIELDS:
+            first[name] = decode_json(first[name])
+        return convert.table_of(SimpleNamespace(**first), [
+            convert.raw_column_of(row[_FIRST_COLUMN_FIELD:]) for row in rows if row[_FIRST_COLUMN_FIELD] is not None
+        ])
 
     def create_table(self, m: str, c: str, sc: str, table: Table, user: str) -> Table:
         def work(s: Session) -> Table:
@@ -471,13 +493,27 @@ class EntityStore:
 
 # Statements of the hottest reads, built once with bound parameters: building the expression tree on
 # every request cost more CPU than executing it (profile of load table, docs/benchmarks.md).
-_COLUMNS_OF = select(ColumnRow).where(ColumnRow.table_id == bindparam("table_id"))
-_TABLE_WITH_PARENTS = (
-    select(MetalakeRow, CatalogRow, SchemaRow.id, TableRow)
+_COLUMNS_OF = select(ColumnRow).where(ColumnRow.table_id == bindparam("table_id")).order_by(ColumnRow.position)
+# The load-table statement (EntityStore.load_table), run on the raw DBAPI cursor: the parents' in-use
+# flags, the schema id, the table row, then one row per column (outer joined, in position order).
+_LOAD_TABLE_COLUMNS = (
+    MetalakeRow.in_use.label("metalake_in_use"), CatalogRow.in_use.label("catalog_in_use"),
+    SchemaRow.id.label("found_schema_id"), *TableRow.__table__.c,
+    *(ColumnRow.__table__.c[name].label(f"col_{name}") for name in convert.RAW_COLUMN_FIELDS),
+)
+_LOAD_TABLE_FIELDS = [col.key for col in _LOAD_TABLE_COLUMNS]
+assert len(set(_LOAD_TABLE_FIELDS)) == len(_LOAD_TABLE_FIELDS), "the load-table fields need distinct names"
+_FIRST_COLUMN_FIELD = _LOAD_TABLE_FIELDS.index(f"col_{convert.RAW_COLUMN_FIELDS[0]}")
+_JSON_FIELDS = [col.key for col in TableRow.__table__.c if isinstance(col.type, JSONText)]
+_LOAD_TABLE = RawQuery(
+    select(*_LOAD_TABLE_COLUMNS)
+    .select_from(MetalakeRow)
     .outerjoin(CatalogRow, and_(CatalogRow.metalake_id == MetalakeRow.id, CatalogRow.name == bindparam("c")))
     .outerjoin(SchemaRow, and_(SchemaRow.catalog_id == CatalogRow.id, SchemaRow.name == bindparam("s")))
     .outerjoin(TableRow, and_(TableRow.schema_id == SchemaRow.id, TableRow.name == bindparam("t")))
+    .outerjoin(ColumnRow, ColumnRow.table_id == TableRow.id)
     .where(MetalakeRow.name == bindparam("m"))
+    .order_by(ColumnRow.position)
 )
 
 

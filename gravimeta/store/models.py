@@ -48,7 +48,12 @@ class JSONText(TypeDecorator[Any]):
         return None if value is None else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
     def process_result_value(self, value: Any, dialect: Any) -> Any:
-        return None if value is None else json.loads(value)
+        return decode_json(value)
+
+
+def decode_json(value: str | None) -> Any:
+    """What a JSONText column holds, from its text (for a column read as plain text)."""
+    return None if value is None else json.loads(value)
 
 
 class Base(DeclarativeBase):
