@@ -3,7 +3,9 @@ like a replica, and reports plain data (outcome names) back through a queue."""
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
+import time
 import traceback
 import uuid
 from collections.abc import Callable
@@ -110,11 +112,16 @@ def create_same_names(store: EntityStore, barrier: Any, m: str, existing_m: str,
 
 
 def create_tables_until_gone(store: EntityStore, barrier: Any, m: str, c: str, s: str, me: int) -> list[str]:
-    """Create tables until the parent is gone, then try a few more times (they must keep failing)."""
+    """Create tables until the parent is gone, then try a few more times (they must keep failing).
+    Bounded by time, not by count: on a busy machine SQLite's busy handler can keep the drop waiting
+    while one creator makes hundreds of tables."""
     results: list[str] = []
     barrier.wait()
     failures = 0
-    for i in range(400):
+    deadline = time.monotonic() + 60
+    for i in itertools.count():
+        if time.monotonic() > deadline:
+            break
         result = outcome(lambda i=i: store.create_table(m, c, s, table_of(f"t{me}_{i}"), USER))
         results.append(result)
         if result != "ok":
