@@ -4,7 +4,10 @@ through the Flask test client: what every pool checkout, BEGIN, statement and CO
     .venv/bin/python bench/round_trips.py [--modes off,LEASE_TABLE,PG_ADVISORY] [--verbose]
 
 A round trip is one Sync (extended protocol: a parameterized statement) or one Query (simple protocol:
-BEGIN, COMMIT, ROLLBACK, SET, and the `;` that pool_pre_ping sends). `--verbose` lists the statements.
+BEGIN, COMMIT, ROLLBACK, SET, DEALLOCATE); a statement is one Bind (one execution of a parameterized
+statement, prepared or not). Figures are the mean over MEASURED requests of each kind, after
+WARM_UP rounds of all of them, so psycopg's prepared statements are in place as in a running
+server. `--verbose` lists the messages of the first measured request.
 Also prints the process CPU time per request (single thread, uncontended; a rough guide only).
 """
 
@@ -30,6 +33,7 @@ from tests.support.databases import fresh_database  # noqa: E402
 
 BASE = "/api/metalakes"
 TABLES = f"{BASE}/m/catalogs/c/schemas/s/tables"
+WARM_UP, MEASURED = 8, 5
 
 
 def table_body(name: str, columns: int = 3) -> dict[str, Any]:
@@ -75,11 +79,15 @@ def measure_mode(mode: str, verbose: bool) -> None:
             ("rename table", lambda i: ok("PUT", f"{TABLES}/x{i}", rename_body(f"y{i}"))),
             ("drop table", lambda i: ok("DELETE", f"{TABLES}/y{i}")),
         ]
+        for i in range(100, 100 + WARM_UP):  # psycopg prepares a statement on its 5th execution
+            for _label, request in requests:
+                request(i)
         print(f"## {mode}")
         for label, request in requests:
             trace.flush()
             start = os.path.getsize(trace.name)
-            request(0)
+            for i in range(MEASURED):
+                request(i)
             trace.flush()
             with open(trace.name) as f:
                 f.seek(start)
@@ -87,10 +95,11 @@ def measure_mode(mode: str, verbose: bool) -> None:
             kinds = collections.Counter(parts[3].split(" ")[0] for parts in sent if len(parts) > 3)
             cpu = _cpu_ms(request, label)
             cpu_note = "" if cpu is None else f"  cpu {cpu:.2f} ms"
-            print(f"{label:18s} round trips {kinds['Sync'] + kinds['Query']:3d}  statements {kinds['Parse']:3d}{cpu_note}")
+            print(f"{label:18s} round trips {(kinds['Sync'] + kinds['Query']) / MEASURED:5.1f}  "
+                  f"statements {kinds['Bind'] / MEASURED:5.1f}{cpu_note}")
             if verbose:
-                for parts in sent:
-                    if len(parts) > 4 and parts[3].split(" ")[0] in ("Query", "Parse"):
+                for parts in sent[:len(sent) // MEASURED]:
+                    if len(parts) > 4 and parts[3].split(" ")[0] in ("Query", "Parse", "Bind"):
                         print("      ", " ".join(parts[3:])[:150])
 
 

@@ -95,6 +95,8 @@ def snapshot_session(engine: Engine) -> Iterator[Session]:
             conn = conn.execution_options(sqlite_begin=_NO_BEGIN)  # READ COMMITTED on PG/MySQL
         elif engine.dialect.name != "sqlite":
             conn = conn.execution_options(isolation_level="REPEATABLE READ")
+        # Ends with COMMIT, not ROLLBACK: the same for a transaction that wrote nothing, but psycopg
+        # drops every prepared statement of the connection after a ROLLBACK (one more round trip,
+        # DEALLOCATE ALL, and every statement parsed and planned afresh).
         with Session(bind=conn) as session, session.begin():
             yield session
-            session.rollback()
