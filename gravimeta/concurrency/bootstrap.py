@@ -29,7 +29,7 @@ from gravimeta.concurrency.coordinator import ClaimBackend
 from gravimeta.concurrency.db_clock import dialect_of
 from gravimeta.concurrency.heartbeat import Heartbeat
 from gravimeta.concurrency.node_registry import NodeRegistry
-from gravimeta.concurrency.pg_advisory import AdvisoryBackend, AutoBackend, lock_in_claim_transaction
+from gravimeta.concurrency.pg_advisory import AdvisoryBackend, AutoBackend, lock_plan
 from gravimeta.concurrency.reclaimer import reclaim_expired
 from gravimeta.concurrency.scope_lease import LeaseBackend
 from gravimeta.config import Settings
@@ -81,8 +81,8 @@ def start_distributed_lock(settings: Settings, engine: Engine) -> DistributedLoc
     registry = NodeRegistry(engine, node, enabled, backend, live_window_ms=max(3 * ttl_ms, 90_000))
     claims: ClaimBackend | None = None
     if enabled:
-        also_lock = lock_in_claim_transaction if dialect_of(engine) == "postgresql" else None
-        lease = LeaseBackend(engine, node, ttl_ms, timeout_ms, heartbeat=heartbeat, also_lock=also_lock)
+        advisory_plan = lock_plan if dialect_of(engine) == "postgresql" else None
+        lease = LeaseBackend(engine, node, ttl_ms, timeout_ms, heartbeat=heartbeat, advisory_plan=advisory_plan)
         heartbeat.add_task("reclaimer", lambda: _discard(reclaim_expired(engine)), every=3)
         if backend == "LEASE_TABLE":
             claims = lease

@@ -13,8 +13,9 @@ unrelated scopes contend, never let related ones run together.
 `pg_try_advisory_xact_lock*` never blocks; a lock that is not free is retried with backoff, inside the
 same transaction, until the claim timeout, then ScopeBusy (the transaction rolls back and frees what
 it took). The guard then checks gm_scope_lease for a live claim on a related path, and the lease
-backend takes the same advisory locks inside its claim transaction on PostgreSQL, so replicas or
-operations that use different backends on one database still exclude each other.
+backend takes the same advisory locks inside its claim transaction on PostgreSQL (LeaseBackend's
+advisory_plan, given lock_plan), so replicas or operations that use different backends on one
+database still exclude each other.
 
 SOUND ONLY for operations whose cross-node state change is a single store write transaction: the
 protection ends at that commit. That holds for every metalake-level and catalog-level structural
@@ -30,7 +31,7 @@ import hashlib
 import time
 from collections.abc import Callable
 
-from sqlalchemy import Connection, func, or_, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from gravimeta import errors
@@ -60,12 +61,6 @@ def _try_locks(execute: Callable[..., object], plan: list[tuple[int, bool]]) -> 
     ]
     got = execute(select(*columns)).one()  # type: ignore[attr-defined]
     return [lock for lock, ok in zip(plan, got, strict=True) if not ok]
-
-
-def lock_in_claim_transaction(conn: Connection, path: str) -> bool:
-    """For the lease backend on PostgreSQL: hold the advisory locks of `path` in its claim transaction,
-    so a lease claim is never granted while an advisory-path operation on a related scope runs."""
-    return not _try_locks(conn.execute, lock_plan(path))
 
 
 def live_related_lease(session: Session, path: str) -> bool:

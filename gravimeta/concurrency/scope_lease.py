@@ -10,6 +10,10 @@ A claim on P is granted in ONE transaction that
   3. deletes the expired related claims it found (a steal: their holders' fence checks now fail),
   4. takes the next fence for P from gm_scope_fence (never deleted, so fences never reset), and
   5. inserts the claim row, expiring TTL later by the database clock.
+On PostgreSQL the whole transaction is one call of the database function gm_claim_scope (alembic
+revision 0004: the same statements in the same order, one round trip instead of seven), which also
+takes the scope's advisory locks when advisory-path operations can run (PG_ADVISORY, AUTO). On
+MySQL/MariaDB and SQLite the statements are sent one by one.
 Release deletes the row only if (holder, fence) still match; a successful journalled operation has
 already deleted it, with the fence check of its last store write (_check_fence_and_release). The fence guard runs first inside every
 store write transaction of the operation: it re-reads the claim row FOR UPDATE and raises FenceLost
@@ -58,12 +62,11 @@ UNSAFE_NO_FENCE = "no_fence"  # the fence guard does nothing
 UNSAFE_NO_LOCAL_DEADLINE = "no_local_deadline"  # trust the claim locally forever (only the DB check)
 
 
-# The two anchor locks of a non-root claim on PostgreSQL, as _lock_anchors takes them on MySQL in two
-# statements: '/' FOR KEY SHARE, '/<metalake>' FOR UPDATE (with_for_update() cannot give two tables of one
-# statement different lock strengths). No row: an anchor is missing.
-_PG_LOCK_ANCHORS = text(
-    "SELECT r.anchor, m.anchor FROM gm_claim_anchor r, gm_claim_anchor m "
-    "WHERE r.anchor = :root AND m.anchor = :anchor FOR KEY SHARE OF r FOR UPDATE OF m"
+# The whole claim transaction on PostgreSQL, in one call (alembic/versions/0004_pg_claim_function.py).
+_PG_CLAIM = text(
+    "SELECT status, fence, stolen FROM gm_claim_scope(CAST(:path AS text), CAST(:anchor AS text), "
+    "CAST(:related AS text[]), CAST(:descendants AS text), CAST(:holder AS text), CAST(:ttl_ms AS bigint), "
+    "CAST(:async AS boolean), CAST(:shared AS bigint[]), CAST(:exclusive AS bigint))"
 )
 
 
@@ -192,14 +195,15 @@ class LeaseBackend:
         timeout_ms: int = 10000,
         heartbeat: Heartbeat | None = None,
         unsafe: Iterable[str] = (),
-        also_lock: Callable[[Connection, str], bool] | None = None,
+        advisory_plan: Callable[[str], list[tuple[int, bool]]] | None = None,
     ):
         self.engine, self.node_id = engine, node_id
         self.dialect = dialect_of(engine)
         self.ttl_ms, self.timeout_ms = ttl_ms, timeout_ms
         self.unsafe = frozenset(unsafe)
-        #: optional hook (PG advisory hybrid): also_lock(conn, path) -> bool, run inside the claim transaction
-        self.also_lock = also_lock
+        #: PostgreSQL with advisory-path operations (PG_ADVISORY, AUTO): advisory_plan(path) -> the
+        #: [(key, exclusive)] advisory locks the claim also takes, so it excludes those operations
+        self.advisory_plan = advisory_plan
         self.heartbeat = heartbeat or Heartbeat(ttl_ms / 3000)
         self.heartbeat.add_task("renew-claims", self.renew_all)
         self._claims: dict[str, LeaseClaim] = {}
@@ -244,21 +248,46 @@ class LeaseBackend:
             return self._try_claim_naive(path, holder)
         anchors = self._anchors(path)
         self._ensure_anchors(anchors)
+        if self.dialect == "postgresql":
+            return self._try_claim_in_one_call(path, holder, anchors)
         try:
             with self.engine.connect() as conn:
                 conn.execution_options(sqlite_begin="IMMEDIATE")
                 with conn.begin():
-                    self._async_commit(conn)
                     if not self._lock_anchors(conn, path, anchors):
                         self._known_anchors.difference_update(anchors)
-                        return None
-                    if self.also_lock is not None and not self.also_lock(conn, path):
                         return None
                     if not self._clear_related(conn, path):
                         return None
                     return self._grant(conn, path, holder)
         except IntegrityError:  # a row we could not see yet (e.g. MySQL PAD SPACE equality): just retry
             return None
+
+    def _try_claim_in_one_call(self, path: str, holder: str, anchors: list[str]) -> int | None:
+        """The same transaction as the statements of _try_claim, as ONE call of the database function
+        gm_claim_scope (alembic/versions/0004) in autocommit mode: one round trip instead of seven."""
+        advisory = self.advisory_plan(path) if self.advisory_plan is not None else None
+        params = {
+            "path": path, "anchor": anchors[-1], "related": [path, *paths.ancestors(path)],
+            "descendants": paths.descendant_pattern(path), "holder": holder, "ttl_ms": self.ttl_ms,
+            "async": not self.durable_claims,
+            "shared": None if advisory is None else [key for key, exclusive in advisory if not exclusive],
+            "exclusive": None if advisory is None else next(key for key, exclusive in advisory if exclusive),
+        }
+        try:
+            with self.engine.connect() as conn:
+                row = conn.execution_options(isolation_level="AUTOCOMMIT").execute(_PG_CLAIM, params).one()
+        except IntegrityError:  # as in _try_claim: retry
+            return None
+        if row.status == "no-anchor":
+            self._known_anchors.difference_update(anchors)
+            return None
+        if row.status != "granted":
+            return None
+        for stolen in row.stolen:
+            metrics.steals.inc()
+            log.info("stole expired claim (path holder fence: %s)", stolen)
+        return int(row.fence)
 
     def _try_claim_naive(self, path: str, holder: str) -> int | None:
         with self.engine.begin() as conn:
@@ -351,8 +380,6 @@ class LeaseBackend:
         root = select(anchor).where(anchor == paths.ROOT_PATH)
         if len(anchors) == 1:  # a root claim excludes every other claim: FOR UPDATE on '/'
             return conn.execute(root.with_for_update()).first() is not None
-        if self.dialect == "postgresql":  # both locks in one statement: one round trip fewer
-            return conn.execute(_PG_LOCK_ANCHORS, {"root": paths.ROOT_PATH, "anchor": anchors[1]}).first() is not None
         # FOR KEY SHARE on PostgreSQL (LOCK IN SHARE MODE on MySQL): conflicts with FOR UPDATE only.
         # (key_share without read would be FOR NO KEY UPDATE, which does NOT conflict with it.)
         found = conn.execute(root.with_for_update(read=True, key_share=True)).first()

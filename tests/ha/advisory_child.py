@@ -19,7 +19,7 @@ import time
 
 from gravimeta import errors
 from gravimeta.concurrency import pg_advisory
-from gravimeta.concurrency.pg_advisory import AdvisoryBackend, AutoBackend, lock_in_claim_transaction
+from gravimeta.concurrency.pg_advisory import AdvisoryBackend, AutoBackend, lock_plan
 from gravimeta.concurrency.scope_lease import LeaseBackend, LeaseClaim
 from gravimeta.entities import NameIdentifier
 from gravimeta.store.database import create_store_engine, write_session
@@ -42,7 +42,7 @@ def race(cfg: dict) -> None:
     claims: AdvisoryBackend | AutoBackend = advisory
     if cfg["backend"] == "AUTO":
         lease = LeaseBackend(engine, cfg["node"], ttl_ms=30000, timeout_ms=cfg["timeout_ms"],
-                             also_lock=lock_in_claim_transaction)
+                             advisory_plan=lock_plan)
         local = set(cfg["local_catalogs"])
         claims = AutoBackend(advisory, lease, lambda m, c: c in local)
     rng = random.Random(cfg["seed"])

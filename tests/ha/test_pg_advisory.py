@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gravimeta import errors
-from gravimeta.concurrency.pg_advisory import AdvisoryBackend, lock_in_claim_transaction
+from gravimeta.concurrency.pg_advisory import AdvisoryBackend, lock_plan
 from gravimeta.concurrency.scope_lease import LeaseBackend
 from gravimeta.entities import NameIdentifier
 from gravimeta.store.database import create_store_engine, write_session
@@ -51,7 +51,7 @@ def test_an_open_store_transaction_excludes_related_scopes_only(pg_engine, other
 
 
 def test_lease_claims_and_advisory_claims_exclude_each_other(pg_engine):
-    lease = LeaseBackend(pg_engine, "n", ttl_ms=5000, timeout_ms=200, also_lock=lock_in_claim_transaction)
+    lease = LeaseBackend(pg_engine, "n", ttl_ms=5000, timeout_ms=200, advisory_plan=lock_plan)
     advisory = AdvisoryBackend(timeout_ms=200)
     claim = lease.claim_path("/m/c")
     with pytest.raises(errors.ScopeBusy), write_session(pg_engine) as session:
