@@ -2,6 +2,7 @@
 drop table against real gunicorn replicas with the distributed lock off, LEASE_TABLE and PG_ADVISORY.
 
     .venv/bin/python bench/claim_overhead.py [--quick] [--rounds 12] [--seconds 1] [--clients 4]
+                                             [--backend postgresql|mysql|sqlite]
 
 "LEASE_TABLE durable" is the lease with GRAVIMETA_DURABLE_CLAIMS=true: its claim and release commits
 wait for the WAL flush, as they did before `SET LOCAL synchronous_commit = off` (the A/B of that fix).
@@ -11,6 +12,9 @@ database, all running at once. Rounds are interleaved (off, LEASE_TABLE, LEASE_T
 for `seconds`. Ratios are per round against the lock-off run of the same round; the table shows their
 median (short slices, many rounds, rotated order: background load on a shared machine comes in
 bursts). Targets (issue 6): LEASE_TABLE <= 1.3x and PG_ADVISORY <= 1.1x the lock-off p50.
+On MariaDB (`--backend mysql`) and SQLite the modes are off, LEASE_TABLE and LEASE_TABLE durable (no
+advisory locks there; "durable" makes no difference off PostgreSQL: it is a control run of the same
+configuration). SQLite replicas share one database file on this machine.
 """
 
 from __future__ import annotations
@@ -42,7 +46,8 @@ from benchlib import (  # noqa: E402
     verdict,
 )
 
-MODES = ("off", "LEASE_TABLE", "LEASE_TABLE durable", "PG_ADVISORY")
+PG_MODES = ("off", "LEASE_TABLE", "LEASE_TABLE durable", "PG_ADVISORY")
+OTHER_MODES = ("off", "LEASE_TABLE", "LEASE_TABLE durable")
 KINDS = ("create", "rename", "drop")
 TARGETS = {"LEASE_TABLE": 1.3, "PG_ADVISORY": 1.1}
 
@@ -69,34 +74,36 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--seconds", type=float, default=1.0, help="per mode per round")
     parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--backend", default="postgresql", choices=["postgresql", "mysql", "sqlite"])
     args = parser.parse_args(argv)
+    modes = PG_MODES if args.backend == "postgresql" else OTHER_MODES
     if args.quick:
         args.rounds, args.seconds = 4, 1.0
-    print(f"# claim overhead: {args.clients} clients, {args.rounds} rounds x {args.seconds:g} s per mode")
+    print(f"# claim overhead on {args.backend}: {args.clients} clients, {args.rounds} rounds x {args.seconds:g} s per mode")
     print(f"before: {load_note()}")
     http = Http()
-    per_round: dict[str, list[LoadResult]] = {m: [] for m in MODES}
+    per_round: dict[str, list[LoadResult]] = {m: [] for m in modes}
     with ExitStack() as stack:
         bases = {}
-        for mode in MODES:
-            url = stack.enter_context(database("postgresql"))
+        for mode in modes:
+            url = stack.enter_context(database(args.backend))
             (server,) = stack.enter_context(replicas(url, 1, LOCK_ENV[mode], workers=2, tag=f"overhead-{mode}-"))
             make_tree(http, server.url, "m", "c", [f"s{i}" for i in range(args.clients)])
             bases[mode] = server.url
         cycle_load(bases["off"], args.clients, 0.5, -1)  # warm-up of every worker's pool
-        for mode in MODES[1:]:
+        for mode in modes[1:]:
             cycle_load(bases[mode], args.clients, 0.5, -1)
         for r in range(args.rounds):
-            for mode in MODES[r % len(MODES):] + MODES[:r % len(MODES)]:  # rotated: no mode always goes first
+            for mode in modes[r % len(modes):] + modes[:r % len(modes)]:  # rotated: no mode always goes first
                 per_round[mode].append(cycle_load(bases[mode], args.clients, args.seconds, r))
     print(f"after:  {load_note()}")
 
-    errors = {m: sum(len(x.errors) for x in per_round[m]) for m in MODES}
-    for m in MODES:
+    errors = {m: sum(len(x.errors) for x in per_round[m]) for m in modes}
+    for m in modes:
         for e in [e for x in per_round[m] for e in x.errors][:3]:
             print(f"  {m} error: {e}")
     rows = []
-    for mode in MODES:
+    for mode in modes:
         for kind in (*KINDS, "all"):
             def lat(x: LoadResult, k: str = kind) -> list[float]:
                 return x.latencies if k == "all" else x.by_kind.get(k, [])
@@ -113,6 +120,8 @@ def main(argv: list[str] | None = None) -> None:
     print(md_table(["mode", "op", "p50 ms", "p99 ms", "p50 / off p50", "ops/s", "ops/s / off", "errors"], rows))
     print()
     for mode, target in TARGETS.items():
+        if mode not in modes:
+            continue
         ratio = next(r[4] for r in rows if r[0] == mode and r[1] == "all")
         print(f"{mode}: p50 ratio {ratio:.2f} ({verdict(ratio, target)}); median over {args.rounds} rounds")
 
