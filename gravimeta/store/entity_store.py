@@ -152,6 +152,9 @@ class EntityStore:
             raise errors.StoreUnavailable(f"The metadata database failed: {exc.orig}") from exc
 
     # ----------------------------------------------------------------- lookups (inside a session)
+    # Public for checks that run inside a caller's own store transaction with the same row locks and
+    # errors as the store's writes (gravimeta/store/preconditions.py). `lock`: None, "share" (FOR
+    # SHARE) or "update" (FOR UPDATE).
 
     @staticmethod
     def _metalake_row(s: Session, name: str, lock: str | None = None) -> MetalakeRow:
@@ -165,29 +168,29 @@ class EntityStore:
     # then the row lock on the leaf alone: MariaDB would also lock rows read by a subquery). Only a
     # miss walks the chain again, to name the level that is missing.
 
-    def _catalog_row(self, s: Session, m: str, c: str, lock: str | None = None) -> CatalogRow:
+    def catalog_row(self, s: Session, m: str, c: str, lock: str | None = None) -> CatalogRow:
         row = _child_row(s, CatalogRow, CatalogRow.metalake_id, _metalake_id(m), c, lock)
         if row is None:
             self._metalake_row(s, m)
             raise errors.NoSuchCatalog(f"Catalog {m}.{c} does not exist")
         return row
 
-    def _schema_row(self, s: Session, m: str, c: str, sc: str, lock: str | None = None) -> SchemaRow:
+    def schema_row(self, s: Session, m: str, c: str, sc: str, lock: str | None = None) -> SchemaRow:
         row = _child_row(s, SchemaRow, SchemaRow.catalog_id, _catalog_id(m, c), sc, lock)
         if row is None:
-            self._catalog_row(s, m, c)
+            self.catalog_row(s, m, c)
             raise errors.NoSuchSchema(f"Schema {m}.{c}.{sc} does not exist")
         return row
 
-    def _table_row(self, s: Session, m: str, c: str, sc: str, t: str, lock: str | None = None) -> TableRow:
+    def table_row(self, s: Session, m: str, c: str, sc: str, t: str, lock: str | None = None) -> TableRow:
         row = _child_row(s, TableRow, TableRow.schema_id, _schema_id(m, c, sc), t, lock)
         if row is None:
-            self._schema_row(s, m, c, sc)
+            self.schema_row(s, m, c, sc)
             raise errors.NoSuchTable(f"Table {m}.{c}.{sc}.{t} does not exist")
         return row
 
     @staticmethod
-    def _columns(s: Session, table_id: int) -> list[Column]:
+    def columns_of(s: Session, table_id: int) -> list[Column]:
         """The table's columns, in order."""
         return [convert.column_of(row) for row in s.scalars(_COLUMNS_OF, {"table_id": table_id})]
 
@@ -256,7 +259,7 @@ class EntityStore:
 
     def get_catalog(self, m: str, c: str) -> Catalog:
         with self.snapshot() as s:
-            return convert.catalog_of(self._catalog_row(s, m, c), m)
+            return convert.catalog_of(self.catalog_row(s, m, c), m)
 
     def get_metalake_and_catalog(self, m: str, c: str) -> tuple[Metalake, Catalog | None]:
         """The metalake and its catalog `c` (None if there is none) in one query: the in-use check of
@@ -289,7 +292,7 @@ class EntityStore:
 
     def update_catalog(self, m: str, c: str, mutate: Mutation[Catalog], user: str) -> tuple[Catalog, Catalog]:
         def work(s: Session) -> tuple[Catalog, Catalog]:
-            row = self._catalog_row(s, m, c, lock="update")
+            row = self.catalog_row(s, m, c, lock="update")
             before = convert.catalog_of(row, m)
             after = mutate(copy.deepcopy(before))
             row.name, row.comment, row.properties, row.in_use = (
@@ -326,17 +329,17 @@ class EntityStore:
 
     def list_schemas(self, m: str, c: str) -> list[Schema]:
         with self.snapshot() as s:
-            catalog = self._catalog_row(s, m, c)
+            catalog = self.catalog_row(s, m, c)
             rows = s.scalars(select(SchemaRow).where(SchemaRow.catalog_id == catalog.id).order_by(SchemaRow.name))
             return [convert.schema_of(r) for r in rows]
 
     def get_schema(self, m: str, c: str, sc: str) -> Schema:
         with self.snapshot() as s:
-            return convert.schema_of(self._schema_row(s, m, c, sc))
+            return convert.schema_of(self.schema_row(s, m, c, sc))
 
     def create_schema(self, m: str, c: str, schema: Schema, user: str) -> Schema:
         def work(s: Session) -> Schema:
-            catalog = self._catalog_row(s, m, c, lock="share")
+            catalog = self.catalog_row(s, m, c, lock="share")
             row = SchemaRow(
                 catalog_id=catalog.id, name=schema.name, comment=schema.comment,
                 properties=schema.properties, version=1,
@@ -350,7 +353,7 @@ class EntityStore:
 
     def update_schema(self, m: str, c: str, sc: str, mutate: Mutation[Schema], user: str) -> tuple[Schema, Schema]:
         def work(s: Session) -> tuple[Schema, Schema]:
-            row = self._schema_row(s, m, c, sc, lock="update")
+            row = self.schema_row(s, m, c, sc, lock="update")
             before = convert.schema_of(row)
             after = mutate(copy.deepcopy(before))
             row.comment, row.properties = after.comment, after.properties
@@ -364,7 +367,7 @@ class EntityStore:
         """The schema row a drop would delete, locked FOR UPDATE; None when it (or its catalog) does
         not exist; NonEmptySchema when it has tables and `cascade` is off."""
         try:
-            catalog = self._catalog_row(s, m, c)
+            catalog = self.catalog_row(s, m, c)
         except errors.NotFound:
             return None
         q = select(SchemaRow).where(SchemaRow.catalog_id == catalog.id, SchemaRow.name == sc)
@@ -390,15 +393,15 @@ class EntityStore:
 
     def list_tables(self, m: str, c: str, sc: str) -> list[str]:
         with self.snapshot() as s:
-            schema = self._schema_row(s, m, c, sc)
+            schema = self.schema_row(s, m, c, sc)
             return list(s.scalars(select(TableRow.name).where(TableRow.schema_id == schema.id).order_by(TableRow.name)))
 
     def get_table(self, m: str, c: str, sc: str, t: str) -> Table:
         """The table: its row (parent chain resolved in the same statement), then its columns, in one
         snapshot."""
         with self.snapshot() as s:
-            row = self._table_row(s, m, c, sc, t)
-            return convert.table_of(row, self._columns(s, row.id))
+            row = self.table_row(s, m, c, sc, t)
+            return convert.table_of(row, self.columns_of(s, row.id))
 
     def load_table(self, m: str, c: str, sc: str, t: str, in_use: InUseCheck) -> Table:
         """The table for a load request, in ONE statement outside any transaction: the metalake's and
@@ -428,7 +431,7 @@ class EntityStore:
 
     def create_table(self, m: str, c: str, sc: str, table: Table, user: str) -> Table:
         def work(s: Session) -> Table:
-            schema = self._schema_row(s, m, c, sc, lock="share")
+            schema = self.schema_row(s, m, c, sc, lock="share")
             row = TableRow(
                 schema_id=schema.id, name=table.name, comment=table.comment, properties=table.properties,
                 partitioning=table.partitioning, distribution=table.distribution,
@@ -439,7 +442,7 @@ class EntityStore:
             _flush_unique(s, errors.TableAlreadyExists(f"Table {m}.{c}.{sc}.{table.name} already exists"))
             s.add_all(convert.column_rows(row.id, table.columns))
             s.flush()
-            return convert.table_of(row, self._columns(s, row.id))
+            return convert.table_of(row, self.columns_of(s, row.id))
 
         return self.write(work)
 
@@ -449,11 +452,11 @@ class EntityStore:
         """Apply `mutate` to the locked table row; `new_schema` moves it to a sibling schema."""
 
         def work(s: Session) -> tuple[Table, Table]:
-            row = self._table_row(s, m, c, sc, t, lock="update")
-            before = convert.table_of(row, self._columns(s, row.id))
+            row = self.table_row(s, m, c, sc, t, lock="update")
+            before = convert.table_of(row, self.columns_of(s, row.id))
             after = mutate(copy.deepcopy(before))
             if new_schema is not None and new_schema != sc:
-                row.schema_id = self._schema_row(s, m, c, new_schema, lock="share").id
+                row.schema_id = self.schema_row(s, m, c, new_schema, lock="share").id
             row.name, row.comment, row.properties = after.name, after.comment, after.properties
             row.partitioning, row.distribution = after.partitioning, after.distribution
             row.sort_orders, row.indexes = after.sort_orders, after.indexes
@@ -465,7 +468,7 @@ class EntityStore:
                 s.flush()
                 s.add_all(convert.column_rows(row.id, after.columns))
                 s.flush()
-            return before, convert.table_of(row, self._columns(s, row.id))
+            return before, convert.table_of(row, self.columns_of(s, row.id))
 
         return self.write(work)
 
@@ -473,7 +476,7 @@ class EntityStore:
         """The table row a drop would delete, locked FOR UPDATE under its schema (FOR SHARE); None when
         it or a parent does not exist."""
         try:
-            schema = self._schema_row(s, m, c, sc, lock="share")
+            schema = self.schema_row(s, m, c, sc, lock="share")
         except errors.NotFound:
             return None
         return s.scalar(select(TableRow).where(TableRow.schema_id == schema.id, TableRow.name == t).with_for_update())

@@ -21,7 +21,7 @@ from gravimeta.store.models import SchemaRow, TableRow
 
 
 def schema_creatable(store: EntityStore, s: Session, m: str, c: str, name: str) -> dict[str, Any]:
-    catalog = store._catalog_row(s, m, c, lock="share")
+    catalog = store.catalog_row(s, m, c, lock="share")
     if s.scalar(select(exists().where(SchemaRow.catalog_id == catalog.id, SchemaRow.name == name))):
         raise errors.SchemaAlreadyExists(f"Schema {m}.{c}.{name} already exists")
     return {}
@@ -32,7 +32,7 @@ def schema_droppable(store: EntityStore, s: Session, m: str, c: str, name: str, 
 
 
 def table_creatable(store: EntityStore, s: Session, m: str, c: str, sc: str, name: str) -> dict[str, Any]:
-    schema = store._schema_row(s, m, c, sc, lock="share")
+    schema = store.schema_row(s, m, c, sc, lock="share")
     if s.scalar(select(exists().where(TableRow.schema_id == schema.id, TableRow.name == name))):
         raise errors.TableAlreadyExists(f"Table {m}.{c}.{sc}.{name} already exists")
     return {}
@@ -42,11 +42,11 @@ def table_renamable(
     store: EntityStore, s: Session, m: str, c: str, sc: str, t: str, mutate: Callable[[Table], Table], new_schema: str | None
 ) -> tuple[Table, Table]:
     """(before, after) of a rename/move, refused as EntityStore.update_table would refuse it."""
-    row = store._table_row(s, m, c, sc, t, lock="update")
-    before = convert.table_of(row, store._columns(s, row.id))
+    row = store.table_row(s, m, c, sc, t, lock="update")
+    before = convert.table_of(row, store.columns_of(s, row.id))
     after = mutate(copy.deepcopy(before))
     target_schema = new_schema or sc
-    target_id = row.schema_id if target_schema == sc else store._schema_row(s, m, c, target_schema, lock="share").id
+    target_id = row.schema_id if target_schema == sc else store.schema_row(s, m, c, target_schema, lock="share").id
     clash = select(exists().where(TableRow.schema_id == target_id, TableRow.name == after.name, TableRow.id != row.id))
     if s.scalar(clash):
         raise errors.TableAlreadyExists(f"Table {m}.{c}.{target_schema}.{after.name} already exists")
