@@ -3,8 +3,13 @@ payload alone (so a repair in another process can run them):
 
 - engine:  the idempotent connector call;
 - observe: what the engine really has -> APPLIED, NOT_APPLIED or UNCLEAR;
-- apply:   the store change, idempotent; returns (result, committed), where committed is False when the
-           store already had the change and the transaction that would have ended the intent rolled back.
+- apply:   the store change; returns (result, already). `already` is None when this call made the change;
+           otherwise it is the store's own error saying the change is already there (create: XAlreadyExists,
+           rename: NoSuchTable for the old name), the transaction that would have ended the intent rolled
+           back, and `result` is what the store has. Who made the change decides what that means
+           (gravimeta/dispatch/journal.py): a repair of this very intent (the request's own change: answer
+           `result`) or another operation (a live request answers `already`). A drop that finds the
+           object gone deletes nothing and returns None ("dropped: false"), as the store's own drop does.
 
 Every payload carries the metalake `m`, catalog `c` and `user` besides the operation's own fields.
 """
@@ -23,6 +28,7 @@ from gravimeta.store import EntityStore
 
 APPLIED, NOT_APPLIED, UNCLEAR = "applied", "not applied", "unclear"
 Payload = dict[str, Any]
+Applied = tuple[Any, errors.GravitinoError | None]
 
 
 def to_json(entity: Schema | Table) -> dict[str, Any]:
@@ -49,22 +55,22 @@ class Operation:
     describe: str
     engine: Callable[[Connector, Payload], object]
     observe: Callable[[Connector, Payload], str]
-    apply: Callable[[EntityStore, Payload], tuple[Any, bool]]
+    apply: Callable[[EntityStore, Payload], Applied]
 
 
-def _create_schema(store: EntityStore, p: Payload) -> tuple[Any, bool]:
+def _create_schema(store: EntityStore, p: Payload) -> Applied:
     try:
-        return store.create_schema(p["m"], p["c"], schema_of(p["schema"]), p["user"]), True
-    except errors.SchemaAlreadyExists:
-        return store.get_schema(p["m"], p["c"], p["schema"]["name"]), False
+        return store.create_schema(p["m"], p["c"], schema_of(p["schema"]), p["user"]), None
+    except errors.SchemaAlreadyExists as exists:
+        return store.get_schema(p["m"], p["c"], p["schema"]["name"]), exists
 
 
-def _create_table(store: EntityStore, p: Payload) -> tuple[Any, bool]:
+def _create_table(store: EntityStore, p: Payload) -> Applied:
     table = table_of(p["table"])
     try:
-        return store.create_table(p["m"], p["c"], p["schema"], table, p["user"]), True
-    except errors.TableAlreadyExists:
-        return store.get_table(p["m"], p["c"], p["schema"], table.name), False
+        return store.create_table(p["m"], p["c"], p["schema"], table, p["user"]), None
+    except errors.TableAlreadyExists as exists:
+        return store.get_table(p["m"], p["c"], p["schema"], table.name), exists
 
 
 def _rename_engine(connector: Connector, p: Payload) -> None:
@@ -83,13 +89,27 @@ def _rename_observe(connector: Connector, p: Payload) -> str:
     return {(False, True): APPLIED, (True, False): NOT_APPLIED}.get((has_old, has_new), UNCLEAR)
 
 
-def _rename_apply(store: EntityStore, p: Payload) -> tuple[Any, bool]:
+def _rename_apply(store: EntityStore, p: Payload) -> Applied:
     m, c, target = p["m"], p["c"], p["new_schema"] or p["schema"]
     try:
         mutate = table_mutation(p["changes"])
-        return store.update_table(m, c, p["schema"], p["name"], mutate, p["user"], new_schema=p["new_schema"])[1], True
-    except errors.NoSuchTable:
-        return store.get_table(m, c, target, p["after"]["name"]), False  # NoSuchTable again if neither
+        return store.update_table(m, c, p["schema"], p["name"], mutate, p["user"], new_schema=p["new_schema"])[1], None
+    except errors.NoSuchTable as gone:
+        renamed = store.get_table(m, c, target, p["after"]["name"])  # NoSuchTable again if neither
+        if not _same_definition(renamed, table_of(p["after"])):
+            # renamed by an operation with other changes: the engine may hold either shape, so this
+            # intent must not end as "already applied" (the repair marks it stuck)
+            raise errors.NoSuchTable(f"{gone.message}; {m}.{c}.{target}.{renamed.name} exists, but not as this "
+                                     "rename would have made it") from gone
+        return renamed, gone
+
+
+def _same_definition(a: Table, b: Table) -> bool:
+    return replace(a, audit=Audit(), version=0) == replace(b, audit=Audit(), version=0)
+
+
+def _drop(dropped: bool) -> Applied:
+    return (True if dropped else None), None
 
 
 OPERATIONS: dict[str, Operation] = {
@@ -103,7 +123,7 @@ OPERATIONS: dict[str, Operation] = {
         "schema drop",
         lambda conn, p: conn.drop_schema(p["name"], cascade=True),
         lambda conn, p: NOT_APPLIED if p["name"] in conn.list_schemas() else APPLIED,
-        lambda store, p: (store.drop_schema(p["m"], p["c"], p["name"], cascade=True) or True, True),
+        lambda store, p: _drop(store.drop_schema(p["m"], p["c"], p["name"], cascade=True)),
     ),
     "create_table": Operation(
         "table creation",
@@ -116,6 +136,6 @@ OPERATIONS: dict[str, Operation] = {
         "table drop",
         lambda conn, p: (conn.purge_table if p["purge"] else conn.drop_table)(p["schema"], p["name"]),
         lambda conn, p: NOT_APPLIED if p["name"] in _tables(conn, p["schema"]) else APPLIED,
-        lambda store, p: (store.drop_table(p["m"], p["c"], p["schema"], p["name"]) or True, True),
+        lambda store, p: _drop(store.drop_table(p["m"], p["c"], p["schema"], p["name"])),
     ),
 }

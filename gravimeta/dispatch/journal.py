@@ -3,7 +3,10 @@
 A structural schema/table operation runs, inside the coordinator's structural scope, as:
   1. intent: one store transaction checks the store's preconditions and records the operation;
   2. engine: the idempotent connector call;
-  3. store:  one transaction applies the change and deletes the intent.
+  3. store:  one transaction applies the change and deletes the intent. When the store already shows the
+             change, the intent says who made it: gone means a repair of this intent did (the request's
+             own change: answer it), still open means another operation did, so the request answers as
+             if it had come after that one (409 XAlreadyExists, 404 for a rename, `dropped: false`).
 A refusal by the engine (a 4xx-class error) deletes the intent and is returned as is. Any other engine
 failure leaves the intent and becomes ConnectionFailed (502) saying the outcome is unknown; a crash
 leaves it as well. The repair asks the engine what it really has and rolls the store forward
@@ -17,8 +20,10 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
+from sqlalchemy import delete
+from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm import Session
 
 from connectors.base import Connector
@@ -28,10 +33,10 @@ from gravimeta.concurrency.paths import scope_path
 from gravimeta.concurrency.tree_lock import LockType
 from gravimeta.dispatch.connector_cache import ConnectorCache
 from gravimeta.dispatch.guarded import catalog_in_use
-from gravimeta.dispatch.intents import APPLIED, NOT_APPLIED, OPERATIONS, Payload
+from gravimeta.dispatch.intents import APPLIED, NOT_APPLIED, OPERATIONS, Applied, Payload
 from gravimeta.entities import NameIdentifier
 from gravimeta.store import EntityStore
-from gravimeta.store.journal import STUCK, Intent, OperationJournal
+from gravimeta.store.journal import STUCK, Intent, OperationJournal, operation_journal
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +60,8 @@ class Reconciler:
 
     def run(self, scope: NameIdentifier, connector: Connector, operation: str, payload: Payload,
             check: Callable[[Session], dict[str, Any] | None]) -> Any:
-        """Intent, engine, store; call inside coordinator.structural(scope). None when `check` found
-        nothing to do (the store's answer for a drop of a missing object)."""
+        """Intent, engine, store; call inside coordinator.structural(scope). None when there was nothing
+        to do: `check` found nothing, or the drop found the object already gone from the store."""
         intent = self.journal.record(scope_path(scope), operation, payload, check)
         if intent is None:
             return None
@@ -73,7 +78,13 @@ class Reconciler:
                 f"it as pending operation {intent.id} and will reconcile its metadata with the engine"
             ) from exc
         # any other exception (a connector bug) propagates as it is; the intent stays for the repair
-        return self._apply(intent, last=True)
+        result, already = self._apply(intent, last=True)
+        if already is not None and self._end(intent):
+            # the store has the change but this intent was still open: ANOTHER operation made it (a repair
+            # that rolled this intent forward would have ended it in the same transaction). The engine
+            # agrees with the store (docs/consistency.md §3.1), so nothing is left to repair.
+            raise already
+        return result
 
     def _note_failure(self, intent: Intent, exc: errors.GravitinoError) -> None:
         try:
@@ -81,13 +92,19 @@ class Reconciler:
         except errors.GravitinoError:  # the detail is for operators; the engine's error matters more
             log.exception("could not note the failure of intent %s", intent.id)
 
-    def _apply(self, intent: Intent, last: bool = False) -> Any:
-        """`last`: the operation's own apply step, its last store write (the claim may end with it)."""
+    def _apply(self, intent: Intent, last: bool = False) -> Applied:
+        """The store step, ending the intent in the same transaction unless `already` (see intents.py).
+        `last`: the operation's own apply step, its last store write (the claim may end with it)."""
         with self.journal.finishing(intent.id, last):
-            result, committed = OPERATIONS[intent.operation].apply(self.store, intent.payload)
-        if not committed:
-            self.journal.discard(intent.id)
-        return result
+            return OPERATIONS[intent.operation].apply(self.store, intent.payload)
+
+    def _end(self, intent: Intent) -> bool:
+        """Delete the intent; whether it was still open (no repair had ended it)."""
+        def work(s: Session) -> bool:
+            deleted = s.execute(delete(operation_journal).where(operation_journal.c.id == intent.id))
+            return cast(CursorResult[Any], deleted).rowcount == 1
+
+        return self.store.write(work)
 
     # ------------------------------------------------------------------ repair
 
@@ -136,9 +153,13 @@ class Reconciler:
             return "unreachable"
         if seen == APPLIED:
             try:
-                self._apply(intent)
+                _, already = self._apply(intent)
             except _UNAPPLIABLE as exc:
                 return self._stuck(intent, f"engine has the change, the store refuses it: {exc.message}")
+            if already is not None:  # made by another operation (or this intent's request just finished)
+                if not intent.settled:
+                    return "waiting"  # its request may still be running: it must find the intent to answer 409
+                self.journal.discard(intent.id)
             log.info("journal: rolled %s (intent %s) forward", op.describe, intent.id)
             return "rolled forward"
         if seen == NOT_APPLIED:
