@@ -36,6 +36,9 @@ LOCK_ENV = {
     "LEASE_TABLE durable": {"GRAVIMETA_DISTRIBUTED_LOCK": "true", "GRAVIMETA_DISTRIBUTED_LOCK_BACKEND": "LEASE_TABLE",
                             "GRAVIMETA_DURABLE_CLAIMS": "true"},
     "PG_ADVISORY": {"GRAVIMETA_DISTRIBUTED_LOCK": "true", "GRAVIMETA_DISTRIBUTED_LOCK_BACKEND": "PG_ADVISORY"},
+    # the lease without the per-process gate: every waiting thread polls the database on its own
+    "LEASE_TABLE ungated": {"GRAVIMETA_DISTRIBUTED_LOCK": "true", "GRAVIMETA_DISTRIBUTED_LOCK_BACKEND": "LEASE_TABLE",
+                            "GRAVIMETA_CLAIM_GATE": "false"},
     "AUTO": {"GRAVIMETA_DISTRIBUTED_LOCK": "true", "GRAVIMETA_DISTRIBUTED_LOCK_BACKEND": "AUTO"},
 }
 LOG_DIR = Path(tempfile.gettempdir()) / "gravimeta-bench"

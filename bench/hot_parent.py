@@ -7,8 +7,10 @@ of the wait (target: p99 <= 10 x p50, i.e. no starvation).
 Per lock mode: `replicas` gunicorn replicas (2 workers x 4 threads) on a fresh PostgreSQL database,
 clients spread round-robin over them, closed loop, each creating uniquely named tables. The wait is
 the request latency (claim wait + work). Rounds interleave the modes. The claim wait is polling with
-capped exponential backoff (2 ms doubling to 100 ms, full jitter) on both backends: no wake-up
-mechanism (LISTEN/NOTIFY) is implemented, so there is no second variant to compare.
+capped exponential backoff (2 ms doubling to 100 ms, full jitter); the threads of one worker that
+wait for the same scope queue at a local gate, so one of them polls at a time. "LEASE_TABLE ungated"
+turns that gate off (GRAVIMETA_CLAIM_GATE=false): every waiting thread polls. No database wake-up
+(LISTEN/NOTIFY) is implemented: docs/benchmarks.md says why.
 """
 
 from __future__ import annotations
@@ -60,8 +62,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=6.0)
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--replicas", type=int, default=3)
+    parser.add_argument("--only", default="", help="comma-separated modes, e.g. \"LEASE_TABLE,LEASE_TABLE ungated\"")
     args = parser.parse_args(argv)
-    modes = ["off", "LEASE_TABLE", "PG_ADVISORY"]
+    modes = ["off", "LEASE_TABLE", "LEASE_TABLE ungated", "PG_ADVISORY"]
+    if args.only:
+        modes = args.only.split(",")
     if args.quick:
         args.rounds, args.seconds, args.replicas, modes = 1, 4.0, 2, modes[1:]
     print(f"# hot parent: {args.clients} clients, one schema, {args.replicas} replicas x 2 workers, "

@@ -82,6 +82,34 @@ class _Backoff:
         time.sleep(delay)
 
 
+class _PathGates:
+    """One lock per scope path, for the threads of one process that wait to claim that path. Created
+    on first use, never removed (one small lock per path this process has claimed); a fork starts
+    with none, whatever the parent held."""
+
+    def __init__(self) -> None:
+        self._gates: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+
+    def for_path(self, path: str) -> threading.Lock:
+        with self._lock:
+            if self._pid != os.getpid():
+                self._gates, self._pid = {}, os.getpid()
+            return self._gates.setdefault(path, threading.Lock())
+
+
+class _NoGate:
+    def acquire(self, timeout: float) -> bool:
+        return True
+
+    def release(self) -> None:
+        pass
+
+
+_NO_GATE = _NoGate()
+
+
 class LeaseClaim:
     """A granted claim: its row is (path, holder, fence); valid locally until `deadline` (monotonic)."""
 
@@ -210,6 +238,10 @@ class LeaseBackend:
         self._claims_lock = threading.Lock()
         self._claims_pid = os.getpid()
         self._known_anchors: set[str] = set()
+        self._gates = _PathGates()
+        #: queue this process's threads per path before polling (GRAVIMETA_CLAIM_GATE=false: each polls
+        #: on its own, the A/B of bench/hot_parent.py)
+        self.gated = os.environ.get("GRAVIMETA_CLAIM_GATE", "").lower() not in ("0", "false")
         #: wait for the WAL flush of claim and release commits too (off: see _async_commit)
         self.durable_claims = os.environ.get("GRAVIMETA_DURABLE_CLAIMS", "").lower() in ("1", "true")
 
@@ -219,28 +251,39 @@ class LeaseBackend:
         return self.claim_path(paths.scope_path(scope))
 
     def claim_path(self, path: str) -> LeaseClaim:
-        """Claim `path`, waiting with backoff while a related live claim exists; ScopeBusy on timeout."""
+        """Claim `path`, waiting with backoff while a related live claim exists; ScopeBusy on timeout.
+        Threads of this process that want the same path queue at a local gate first, so only one of
+        them polls the database at a time (fewer polls, and a thread that has waited longer is not
+        overtaken by every newcomer of its own process: bench/hot_parent.py)."""
         self.heartbeat.ensure_started()
         holder = f"{self.node_id}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         started = time.monotonic()
         deadline = started + self.timeout_ms / 1000
-        backoff = _Backoff()
-        while True:
-            attempt_at = time.monotonic()
-            fence = self._try_claim(path, holder)
-            if fence is not None:
-                claim = LeaseClaim(self, path, holder, fence, attempt_at + self.ttl_ms / 1000)
-                self._track(claim)
-                metrics.claim_acquire_seconds.labels(self.name).observe(time.monotonic() - started)
-                return claim
-            metrics.contention_waits.labels(self.name).inc()
-            if time.monotonic() >= deadline:
-                metrics.scope_busy.labels(self.name).inc()
-                raise errors.ScopeBusy(
-                    f"Another operation is changing {path} or a related scope; gave up after "
-                    f"{self.timeout_ms} ms, retry later"
-                )
-            backoff.sleep(deadline)
+        gate = self._gates.for_path(path) if self.gated else _NO_GATE
+        if not gate.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            raise self._busy(path)
+        try:
+            backoff = _Backoff()
+            while True:
+                attempt_at = time.monotonic()
+                fence = self._try_claim(path, holder)
+                if fence is not None:
+                    claim = LeaseClaim(self, path, holder, fence, attempt_at + self.ttl_ms / 1000)
+                    self._track(claim)
+                    metrics.claim_acquire_seconds.labels(self.name).observe(time.monotonic() - started)
+                    return claim
+                metrics.contention_waits.labels(self.name).inc()
+                if time.monotonic() >= deadline:
+                    raise self._busy(path)
+                backoff.sleep(deadline)
+        finally:
+            gate.release()
+
+    def _busy(self, path: str) -> errors.ScopeBusy:
+        metrics.scope_busy.labels(self.name).inc()
+        return errors.ScopeBusy(
+            f"Another operation is changing {path} or a related scope; gave up after {self.timeout_ms} ms, retry later"
+        )
 
     def _try_claim(self, path: str, holder: str) -> int | None:
         """One attempt: the fence granted, or None if a live related claim exists."""
