@@ -11,7 +11,7 @@ import logging
 
 from sqlalchemy import Engine, delete, select
 
-from gravimeta.concurrency import metrics
+from gravimeta.concurrency import metrics, waiter_line
 from gravimeta.concurrency.db_clock import db_now, dialect_of
 from gravimeta.concurrency.tables import scope_lease
 
@@ -19,11 +19,12 @@ log = logging.getLogger(__name__)
 
 
 def reclaim_expired(engine: Engine) -> int:
-    """Delete every expired claim; return how many."""
+    """Delete every expired claim (and every expired waiter's ticket); return how many claims."""
     with engine.begin() as conn:
         deleted = conn.execute(
             delete(scope_lease).where(scope_lease.c.lease_expires_at <= db_now(dialect_of(engine)))
         ).rowcount
+        waiter_line.delete_expired(conn, dialect_of(engine))
     if deleted:
         metrics.reclaimed.inc(deleted)
         log.info("reclaimed %d expired claim(s)", deleted)

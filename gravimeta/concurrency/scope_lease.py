@@ -11,7 +11,7 @@ A claim on P is granted in ONE transaction that
   4. takes the next fence for P from gm_scope_fence (never deleted, so fences never reset), and
   5. inserts the claim row, expiring TTL later by the database clock.
 On PostgreSQL the whole transaction is one call of the database function gm_claim_scope (alembic
-revision 0004: the same statements in the same order, one round trip instead of seven), which also
+revisions 0004 and 0005: the same statements in the same order, one round trip instead of seven), which also
 takes the scope's advisory locks when advisory-path operations can run (PG_ADVISORY, AUTO). On
 MySQL/MariaDB and SQLite the statements are sent one by one.
 Release deletes the row only if (holder, fence) still match; a successful journalled operation has
@@ -35,7 +35,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from sqlalchemy import Connection, Engine, delete, event, insert, or_, select, text, update
 from sqlalchemy.dialects.mysql import insert as mysql_insert
@@ -45,7 +45,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from gravimeta import errors
-from gravimeta.concurrency import metrics, paths
+from gravimeta.concurrency import metrics, paths, waiter_line
 from gravimeta.concurrency.db_clock import db_now, db_now_plus, dialect_of
 from gravimeta.concurrency.heartbeat import Heartbeat
 from gravimeta.concurrency.tables import claim_anchor, scope_fence, scope_lease
@@ -62,11 +62,11 @@ UNSAFE_NO_FENCE = "no_fence"  # the fence guard does nothing
 UNSAFE_NO_LOCAL_DEADLINE = "no_local_deadline"  # trust the claim locally forever (only the DB check)
 
 
-# The whole claim transaction on PostgreSQL, in one call (alembic/versions/0004_pg_claim_function.py).
+# The whole claim transaction on PostgreSQL, in one call (alembic/versions/0005_claim_waiter_line.py, first written as 0004).
 _PG_CLAIM = text(
     "SELECT status, fence, stolen FROM gm_claim_scope(CAST(:path AS text), CAST(:anchor AS text), "
     "CAST(:related AS text[]), CAST(:descendants AS text), CAST(:holder AS text), CAST(:ttl_ms AS bigint), "
-    "CAST(:async AS boolean), CAST(:shared AS bigint[]), CAST(:exclusive AS bigint))"
+    "CAST(:wait_ttl_ms AS bigint), CAST(:async AS boolean), CAST(:shared AS bigint[]), CAST(:exclusive AS bigint))"
 )
 
 
@@ -97,6 +97,13 @@ class _PathGates:
             if self._pid != os.getpid():
                 self._gates, self._pid = {}, os.getpid()
             return self._gates.setdefault(path, threading.Lock())
+
+
+class _Attempt(NamedTuple):
+    """One claim attempt: the fence if granted; otherwise whether this waiter is first in line."""
+
+    fence: int | None
+    next_in_line: bool = False
 
 
 class _NoGate:
@@ -242,6 +249,12 @@ class LeaseBackend:
         #: queue this process's threads per path before polling (GRAVIMETA_CLAIM_GATE=false: each polls
         #: on its own, the A/B of bench/hot_parent.py)
         self.gated = os.environ.get("GRAVIMETA_CLAIM_GATE", "").lower() not in ("0", "false")
+        #: waiters take tickets and are served in order across processes (waiter_line.py;
+        #: GRAVIMETA_CLAIM_LINE=false: tickets expire at once, the A/B of bench/hot_parent.py)
+        self.wait_ttl_ms = (
+            waiter_line.WAIT_TTL_MS
+            if os.environ.get("GRAVIMETA_CLAIM_LINE", "").lower() not in ("0", "false") else 0
+        )
         #: wait for the WAL flush of claim and release commits too (off: see _async_commit)
         self.durable_claims = os.environ.get("GRAVIMETA_DURABLE_CLAIMS", "").lower() in ("1", "true")
 
@@ -263,19 +276,22 @@ class LeaseBackend:
         if not gate.acquire(timeout=max(0.0, deadline - time.monotonic())):
             raise self._busy(path)
         try:
-            backoff = _Backoff()
+            backoff, next_backoff, waiting = _Backoff(), _Backoff(cap_s=0.01), False
             while True:
                 attempt_at = time.monotonic()
-                fence = self._try_claim(path, holder)
-                if fence is not None:
-                    claim = LeaseClaim(self, path, holder, fence, attempt_at + self.ttl_ms / 1000)
+                attempt = self._try_claim(path, holder, waiting)
+                if attempt.fence is not None:
+                    claim = LeaseClaim(self, path, holder, attempt.fence, attempt_at + self.ttl_ms / 1000)
                     self._track(claim)
                     metrics.claim_acquire_seconds.labels(self.name).observe(time.monotonic() - started)
                     return claim
+                waiting = True
                 metrics.contention_waits.labels(self.name).inc()
                 if time.monotonic() >= deadline:
+                    waiter_line.give_up(self.engine, holder)
                     raise self._busy(path)
-                backoff.sleep(deadline)
+                # first in line: poll often to take the scope as soon as it is free; behind others: seldom
+                (next_backoff if attempt.next_in_line else backoff).sleep(deadline)
         finally:
             gate.release()
 
@@ -285,10 +301,10 @@ class LeaseBackend:
             f"Another operation is changing {path} or a related scope; gave up after {self.timeout_ms} ms, retry later"
         )
 
-    def _try_claim(self, path: str, holder: str) -> int | None:
-        """One attempt: the fence granted, or None if a live related claim exists."""
+    def _try_claim(self, path: str, holder: str, waiting: bool) -> _Attempt:
+        """One attempt. `waiting`: an earlier attempt of this holder may have taken a ticket."""
         if UNSAFE_NAIVE_CLAIM in self.unsafe:
-            return self._try_claim_naive(path, holder)
+            return _Attempt(self._try_claim_naive(path, holder))
         anchors = self._anchors(path)
         self._ensure_anchors(anchors)
         if self.dialect == "postgresql":
@@ -299,21 +315,28 @@ class LeaseBackend:
                 with conn.begin():
                     if not self._lock_anchors(conn, path, anchors):
                         self._known_anchors.difference_update(anchors)
-                        return None
-                    if not self._clear_related(conn, path):
-                        return None
-                    return self._grant(conn, path, holder)
+                        return _Attempt(None)
+                    related = self._related_claims(conn, path)
+                    ticket = waiter_line.ticket_of(conn, holder) if waiting else None
+                    ahead = waiter_line.others_ahead(conn, self.dialect, path, holder, ticket)
+                    if ahead or any(r.live for r in related):
+                        waiter_line.wait_in_line(conn, self.dialect, path, holder, ticket, self.wait_ttl_ms)
+                        return _Attempt(None, next_in_line=self.wait_ttl_ms > 0 and not ahead)
+                    if waiting:
+                        waiter_line.leave_line(conn, self.dialect, path, holder)
+                    self._steal(conn, related)
+                    return _Attempt(self._grant(conn, path, holder))
         except IntegrityError:  # a row we could not see yet (e.g. MySQL PAD SPACE equality): just retry
-            return None
+            return _Attempt(None)
 
-    def _try_claim_in_one_call(self, path: str, holder: str, anchors: list[str]) -> int | None:
+    def _try_claim_in_one_call(self, path: str, holder: str, anchors: list[str]) -> _Attempt:
         """The same transaction as the statements of _try_claim, as ONE call of the database function
-        gm_claim_scope (alembic/versions/0004) in autocommit mode: one round trip instead of seven."""
+        gm_claim_scope (alembic/versions/0005) in autocommit mode: one round trip instead of seven."""
         advisory = self.advisory_plan(path) if self.advisory_plan is not None else None
         params = {
             "path": path, "anchor": anchors[-1], "related": [path, *paths.ancestors(path)],
             "descendants": paths.descendant_pattern(path), "holder": holder, "ttl_ms": self.ttl_ms,
-            "async": not self.durable_claims,
+            "wait_ttl_ms": self.wait_ttl_ms, "async": not self.durable_claims,
             "shared": None if advisory is None else [key for key, exclusive in advisory if not exclusive],
             "exclusive": None if advisory is None else next(key for key, exclusive in advisory if exclusive),
         }
@@ -321,16 +344,15 @@ class LeaseBackend:
             with self.engine.connect() as conn:
                 row = conn.execution_options(isolation_level="AUTOCOMMIT").execute(_PG_CLAIM, params).one()
         except IntegrityError:  # as in _try_claim: retry
-            return None
+            return _Attempt(None)
         if row.status == "no-anchor":
             self._known_anchors.difference_update(anchors)
-            return None
         if row.status != "granted":
-            return None
+            return _Attempt(None, next_in_line=self.wait_ttl_ms > 0 and row.status == "next")
         for stolen in row.stolen:
             metrics.steals.inc()
             log.info("stole expired claim (path holder fence: %s)", stolen)
-        return int(row.fence)
+        return _Attempt(int(row.fence))
 
     def _try_claim_naive(self, path: str, holder: str) -> int | None:
         with self.engine.begin() as conn:
@@ -344,6 +366,14 @@ class LeaseBackend:
 
     def _clear_related(self, conn: Connection, path: str) -> bool:
         """False if a live claim on a related path exists; otherwise delete the expired ones (steals)."""
+        related = self._related_claims(conn, path)
+        if any(r.live for r in related):
+            return False
+        self._steal(conn, related)
+        return True
+
+    def _related_claims(self, conn: Connection, path: str) -> list[Any]:
+        """The claims on `path`, its ancestors and its descendants, each with whether it is live."""
         lease = scope_lease.c
         related = or_(
             lease.scope_path.in_([path, *paths.ancestors(path)]),
@@ -354,10 +384,12 @@ class LeaseBackend:
                    (lease.lease_expires_at > db_now(self.dialect)).label("live"))
             .where(related)
         ).all()
-        rows = [r for r in rows if paths.related(r.scope_path, path)]  # SQLite LIKE ignores ASCII case
-        if any(r.live for r in rows):
-            return False
-        for r in rows:
+        return [r for r in rows if paths.related(r.scope_path, path)]  # SQLite LIKE ignores ASCII case
+
+    def _steal(self, conn: Connection, related: list[Any]) -> None:
+        """Delete the expired ones among `related` (a steal: their holders' fence checks now fail)."""
+        lease = scope_lease.c
+        for r in related:
             stolen = conn.execute(delete(scope_lease).where(
                 lease.scope_path == r.scope_path, lease.holder_id == r.holder_id, lease.fence == r.fence,
                 lease.lease_expires_at <= db_now(self.dialect),
@@ -365,7 +397,6 @@ class LeaseBackend:
             if stolen:
                 metrics.steals.inc()
                 log.info("stole expired claim on %s (holder %s, fence %d)", r.scope_path, r.holder_id, r.fence)
-        return True
 
     def _grant(self, conn: Connection, path: str, holder: str) -> int:
         fence_col = scope_fence.c

@@ -38,3 +38,11 @@ node = Table(
     Column("heartbeat_at", DateTime(timezone=True), nullable=False),
     Column("started_at", DateTime(timezone=True), nullable=False),
 )
+
+claim_waiter = Table(
+    "gm_claim_waiter", metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=True),
+    Column("holder_id", String(200), nullable=False, unique=True),
+    Column("scope_path", String(PATH_LENGTH), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+)

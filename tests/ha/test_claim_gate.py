@@ -28,14 +28,14 @@ def test_waiting_threads_poll_one_at_a_time_and_all_get_the_claim(engine, monkey
     polling, most_polling, lock = 0, 0, threading.Lock()
     try_claim = waiting._try_claim
 
-    def counted(path: str, holder_id: str) -> int | None:
+    def counted(path: str, holder_id: str, waiting_before: bool):  # type: ignore[no-untyped-def]
         nonlocal polling, most_polling
         with lock:
             polling += 1
             most_polling = max(most_polling, polling)
         try:
             time.sleep(0.005)  # a slow database: overlapping polls would show
-            return try_claim(path, holder_id)
+            return try_claim(path, holder_id, waiting_before)
         finally:
             with lock:
                 polling -= 1

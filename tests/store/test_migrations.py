@@ -102,3 +102,34 @@ def test_upgrade_refuses_a_database_stamped_by_a_newer_gravimeta(db_url, engine_
     with pytest.raises(SchemaVersionMismatch, match="newer than this gravimeta"):
         upgrade(engine)
     assert current_revision(engine) == FUTURE
+
+
+def test_a_database_at_0004_upgrades_to_the_waiter_line_and_back(empty_url, engine_of):
+    """Revision 0005 replaces 0004's claim function on PostgreSQL (another signature: the old one must
+    go, not linger as an overload) and adds gm_claim_waiter; a downgrade restores 0004 exactly."""
+    from alembic import command
+
+    from gravimeta.store.migrations import alembic_config
+
+    engine = engine_of(empty_url)
+    upgrade(engine, "0004")
+    upgrade(engine)
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM gm_claim_waiter")).scalar_one() == 0
+        if engine.dialect.name == "postgresql":
+            assert _claim_function_arities(conn) == [10]
+
+    config = alembic_config(engine)
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0004")
+    assert current_revision(engine) == "0004"
+    with engine.connect() as conn:
+        if engine.dialect.name == "postgresql":
+            assert _claim_function_arities(conn) == [9]
+    upgrade(engine)
+    assert current_revision(engine) == head_revision()
+
+
+def _claim_function_arities(conn) -> list[int]:
+    return sorted(conn.execute(text("SELECT pronargs FROM pg_proc WHERE proname = 'gm_claim_scope'")).scalars())
