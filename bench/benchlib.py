@@ -39,6 +39,9 @@ LOCK_ENV = {
     # the lease without the per-process gate: every waiting thread polls the database on its own
     "LEASE_TABLE ungated": {"GRAVIMETA_DISTRIBUTED_LOCK": "true", "GRAVIMETA_DISTRIBUTED_LOCK_BACKEND": "LEASE_TABLE",
                             "GRAVIMETA_CLAIM_GATE": "false"},
+    # the lease with the database line of waiters (first come, first served across replicas)
+    "LEASE_TABLE queued": {"GRAVIMETA_DISTRIBUTED_LOCK": "true", "GRAVIMETA_DISTRIBUTED_LOCK_BACKEND": "LEASE_TABLE",
+                           "GRAVIMETA_CLAIM_LINE": "true"},
     "AUTO": {"GRAVIMETA_DISTRIBUTED_LOCK": "true", "GRAVIMETA_DISTRIBUTED_LOCK_BACKEND": "AUTO"},
 }
 LOG_DIR = Path(tempfile.gettempdir()) / "gravimeta-bench"

@@ -10,6 +10,11 @@ creating and dropping tables in its own schema (every request is one structural 
 two clients' claims are related). The pgbench side: a scale-1 pgbench database, `pgbench -N -c clients
 -j 2 -T seconds`. Rounds interleave pgbench, off, LEASE_TABLE, PG_ADVISORY. Target (issue 6):
 PG_ADVISORY ops/s >= 0.35 x pgbench tps.
+
+Each round also sends `GET /api/version` (no database at all) from the same clients to the lock-off
+replicas: the framework's ceiling, i.e. the most requests per second these workers could answer if a
+structural operation cost nothing. Its ratio to pgbench bounds the ratio any structural operation
+can reach on this machine.
 """
 
 from __future__ import annotations
@@ -84,6 +89,15 @@ def disjoint_load(bases: list[str], clients: int, seconds: float, round_no: int)
     return run_clients(clients, work)
 
 
+def version_load(bases: list[str], clients: int, seconds: float) -> LoadResult:
+    def work(i: int, call: Call) -> None:
+        base, more = bases[i % len(bases)], until(seconds)
+        while more():
+            call(base, "GET", "/api/version", kind="version")
+
+    return run_clients(clients, work)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="2 short rounds on 2 replicas (< 40 s)")
@@ -101,6 +115,7 @@ def main(argv: list[str] | None = None) -> None:
     http = Http()
     ops: dict[str, list[LoadResult]] = {m: [] for m in MODES}
     tps: list[float] = []
+    ceiling: list[LoadResult] = []
     with ExitStack() as stack:
         bench_url = stack.enter_context(database("postgresql"))
         subprocess.run([binary, "-i", "-s", "1", "-q", *pgbench_args(bench_url)], capture_output=True, check=True, timeout=120)
@@ -115,8 +130,12 @@ def main(argv: list[str] | None = None) -> None:
             tps.append(pgbench_tps(binary, bench_url, args.clients, args.seconds))
             for mode in MODES:
                 ops[mode].append(disjoint_load(bases[mode], args.clients, args.seconds, r))
+            ceiling.append(version_load(bases["off"], args.clients, args.seconds))
     print(f"after:  {load_note()}")
-    rows = [["pgbench -N", median(tps), "", 1.0, ""]]
+    rows = [["pgbench -N", median(tps), "", 1.0, ""],
+            ["GET /api/version (framework ceiling)", median([x.throughput for x in ceiling]),
+             1000 * median([pct(x.latencies, 0.5) for x in ceiling]),
+             median([x.throughput / t for x, t in zip(ceiling, tps, strict=True)]), sum(len(x.errors) for x in ceiling)]]
     for mode in MODES:
         ratios = [x.throughput / t for x, t in zip(ops[mode], tps, strict=True)]
         rows.append([f"gravimeta {mode}", median([x.throughput for x in ops[mode]]),
@@ -128,6 +147,7 @@ def main(argv: list[str] | None = None) -> None:
     ratio = rows[-1][3]
     print(f"PG_ADVISORY / pgbench: {ratio:.3f} ({verdict(ratio, TARGET, at_most=False)}); "
           f"pgbench tps per round: {', '.join(f'{t:.0f}' for t in tps)}")
+    print(f"framework ceiling / pgbench: {rows[1][3]:.3f}; PG_ADVISORY reaches {ratio / rows[1][3]:.3f} of that ceiling")
 
 
 if __name__ == "__main__":

@@ -8,9 +8,12 @@ Per lock mode: `replicas` gunicorn replicas (2 workers x 4 threads) on a fresh P
 clients spread round-robin over them, closed loop, each creating uniquely named tables. The wait is
 the request latency (claim wait + work). Rounds interleave the modes. The claim wait is polling with
 capped exponential backoff (2 ms doubling to 100 ms, full jitter); the threads of one worker that
-wait for the same scope queue at a local gate, so one of them polls at a time. "LEASE_TABLE ungated"
-turns that gate off (GRAVIMETA_CLAIM_GATE=false): every waiting thread polls. No database wake-up
-(LISTEN/NOTIFY) is implemented: docs/benchmarks.md says why.
+wait for the same scope queue at a local gate, so one of them polls at a time, and across replicas
+whoever polls first after a release wins. "LEASE_TABLE queued" turns on the database line of
+waiters (GRAVIMETA_CLAIM_LINE=true, gm_claim_waiter: first come, first served across replicas; the
+first two in line poll every <= 10 ms), "LEASE_TABLE ungated" turns the local gate off
+(GRAVIMETA_CLAIM_GATE=false: every waiting thread polls). No wake-up (LISTEN/NOTIFY) is
+implemented: docs/benchmarks.md says why.
 """
 
 from __future__ import annotations
@@ -57,14 +60,14 @@ def hot_load(bases: list[str], clients: int, seconds: float, tag: str) -> LoadRe
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="1 round, 2 replicas, lease and advisory only (< 40 s)")
+    parser.add_argument("--quick", action="store_true", help="1 round, 2 replicas, no lock-off mode (< 60 s)")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=6.0)
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--replicas", type=int, default=3)
     parser.add_argument("--only", default="", help="comma-separated modes, e.g. \"LEASE_TABLE,LEASE_TABLE ungated\"")
     args = parser.parse_args(argv)
-    modes = ["off", "LEASE_TABLE", "LEASE_TABLE ungated", "PG_ADVISORY"]
+    modes = ["off", "LEASE_TABLE", "LEASE_TABLE queued", "LEASE_TABLE ungated", "PG_ADVISORY"]
     if args.only:
         modes = args.only.split(",")
     if args.quick:

@@ -12,9 +12,10 @@ served, and a replica that just released a scope cannot take it again ahead of t
 (gravimeta/concurrency/waiter_line.py, docs/ha.md).
 
 On PostgreSQL the one-call claim function of revision 0004 is replaced by one that does the same and
-also keeps the line: it takes one more argument, the ticket TTL (0 = tickets expire at once, i.e. no
-line), and answers status 'next' (waiting, first in line among related waiters) besides 'granted',
-'busy' and 'no-anchor'. The function of 0004 is dropped first (its signature differs, so CREATE OR
+also keeps the line: it takes one more argument, the ticket TTL (0 = no line: no ticket is
+written), and answers status 'waiting' (in line, with `ahead` = how many older live related tickets
+there are, 0 for the head of the line) besides 'granted', 'busy' (an advisory lock is taken) and
+'no-anchor'. The function of 0004 is dropped first (its signature differs, so CREATE OR
 REPLACE would add an overload instead of replacing it); a downgrade puts it back.
 """
 
@@ -35,13 +36,12 @@ CREATE OR REPLACE FUNCTION gm_claim_scope(
     p_path text, p_anchor text, p_related text[], p_descendants text,
     p_holder text, p_ttl_ms bigint, p_wait_ttl_ms bigint, p_async boolean,
     p_advisory_shared bigint[], p_advisory_exclusive bigint,
-    OUT status text, OUT fence bigint, OUT stolen text[])
+    OUT status text, OUT fence bigint, OUT stolen text[], OUT ahead integer)
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     v_key bigint;
     v_ticket bigint;
     v_claimed boolean;
-    v_ahead boolean;
 BEGIN
     stolen := ARRAY[]::text[];
     IF p_async THEN
@@ -73,24 +73,26 @@ BEGIN
         END IF;
     END IF;
     -- 3. a live claim on the scope, an ancestor or a descendant, or an older live waiter on one of
-    --    them: wait in line (take a ticket, or renew it) and say whether this waiter is next
+    --    them: wait in line (take a ticket, or renew it) and say how many related waiters are ahead
     v_claimed := EXISTS (SELECT 1 FROM gm_scope_lease
                          WHERE (scope_path = ANY (p_related) OR scope_path LIKE p_descendants ESCAPE '!')
                            AND lease_expires_at > clock_timestamp());
     SELECT id INTO v_ticket FROM gm_claim_waiter WHERE holder_id = p_holder;
-    v_ahead := EXISTS (SELECT 1 FROM gm_claim_waiter
+    SELECT count(*) INTO ahead FROM gm_claim_waiter
                        WHERE (scope_path = ANY (p_related) OR scope_path LIKE p_descendants ESCAPE '!')
                          AND expires_at > clock_timestamp() AND holder_id <> p_holder
-                         AND (v_ticket IS NULL OR id < v_ticket));
-    IF v_claimed OR v_ahead THEN
-        IF v_ticket IS NULL THEN
+                         AND (v_ticket IS NULL OR id < v_ticket);
+    IF v_claimed OR ahead > 0 THEN
+        status := 'waiting';
+        IF p_wait_ttl_ms <= 0 THEN  -- the line is off: no ticket
+            RETURN;
+        ELSIF v_ticket IS NULL THEN
             INSERT INTO gm_claim_waiter (holder_id, scope_path, expires_at)
             VALUES (p_holder, p_path, clock_timestamp() + p_wait_ttl_ms * interval '1 millisecond');
         ELSE
             UPDATE gm_claim_waiter SET expires_at = clock_timestamp() + p_wait_ttl_ms * interval '1 millisecond'
             WHERE holder_id = p_holder;
         END IF;
-        status := CASE WHEN v_ahead THEN 'busy' ELSE 'next' END;
         RETURN;
     END IF;
     -- 4. granted: leave the line, clear expired related waiters, steal expired related claims

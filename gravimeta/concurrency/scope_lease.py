@@ -64,7 +64,7 @@ UNSAFE_NO_LOCAL_DEADLINE = "no_local_deadline"  # trust the claim locally foreve
 
 # The whole claim transaction on PostgreSQL, in one call (alembic/versions/0005_claim_waiter_line.py, first written as 0004).
 _PG_CLAIM = text(
-    "SELECT status, fence, stolen FROM gm_claim_scope(CAST(:path AS text), CAST(:anchor AS text), "
+    "SELECT status, fence, stolen, ahead FROM gm_claim_scope(CAST(:path AS text), CAST(:anchor AS text), "
     "CAST(:related AS text[]), CAST(:descendants AS text), CAST(:holder AS text), CAST(:ttl_ms AS bigint), "
     "CAST(:wait_ttl_ms AS bigint), CAST(:async AS boolean), CAST(:shared AS bigint[]), CAST(:exclusive AS bigint))"
 )
@@ -76,8 +76,10 @@ class _Backoff:
     def __init__(self, first_s: float = 0.002, cap_s: float = 0.1):
         self.next_s, self.cap_s = first_s, cap_s
 
-    def sleep(self, deadline: float) -> None:
-        delay = min(random.uniform(0, self.next_s), max(0.0, deadline - time.monotonic()))
+    def sleep(self, deadline: float, cap_s: float | None = None) -> None:
+        """Sleep up to the current step (or `cap_s`, if smaller), then double the step."""
+        step = self.next_s if cap_s is None else min(self.next_s, cap_s)
+        delay = min(random.uniform(0, step), max(0.0, deadline - time.monotonic()))
         self.next_s = min(self.cap_s, self.next_s * 2)
         time.sleep(delay)
 
@@ -100,10 +102,11 @@ class _PathGates:
 
 
 class _Attempt(NamedTuple):
-    """One claim attempt: the fence if granted; otherwise whether this waiter is first in line."""
+    """One claim attempt: the fence if granted; otherwise, for a waiter in the database line, how
+    many related waiters are ahead of it (None: not in line, e.g. the line is off)."""
 
     fence: int | None
-    next_in_line: bool = False
+    ahead: int | None = None
 
 
 class _NoGate:
@@ -249,11 +252,11 @@ class LeaseBackend:
         #: queue this process's threads per path before polling (GRAVIMETA_CLAIM_GATE=false: each polls
         #: on its own, the A/B of bench/hot_parent.py)
         self.gated = os.environ.get("GRAVIMETA_CLAIM_GATE", "").lower() not in ("0", "false")
-        #: waiters take tickets and are served in order across processes (waiter_line.py;
-        #: GRAVIMETA_CLAIM_LINE=false: tickets expire at once, the A/B of bench/hot_parent.py)
+        #: GRAVIMETA_CLAIM_LINE=true: waiters take tickets and are served in order across processes
+        #: (waiter_line.py). Off by default: it lowers throughput on mixed and hot scopes
+        #: (docs/benchmarks.md); 0 = no tickets are written
         self.wait_ttl_ms = (
-            waiter_line.WAIT_TTL_MS
-            if os.environ.get("GRAVIMETA_CLAIM_LINE", "").lower() not in ("0", "false") else 0
+            waiter_line.WAIT_TTL_MS if os.environ.get("GRAVIMETA_CLAIM_LINE", "").lower() in ("1", "true") else 0
         )
         #: wait for the WAL flush of claim and release commits too (off: see _async_commit)
         self.durable_claims = os.environ.get("GRAVIMETA_DURABLE_CLAIMS", "").lower() in ("1", "true")
@@ -276,7 +279,7 @@ class LeaseBackend:
         if not gate.acquire(timeout=max(0.0, deadline - time.monotonic())):
             raise self._busy(path)
         try:
-            backoff, next_backoff, waiting = _Backoff(), _Backoff(cap_s=0.01), False
+            backoff, waiting = _Backoff(), False
             while True:
                 attempt_at = time.monotonic()
                 attempt = self._try_claim(path, holder, waiting)
@@ -290,8 +293,8 @@ class LeaseBackend:
                 if time.monotonic() >= deadline:
                     waiter_line.give_up(self.engine, holder)
                     raise self._busy(path)
-                # first in line: poll often to take the scope as soon as it is free; behind others: seldom
-                (next_backoff if attempt.next_in_line else backoff).sleep(deadline)
+                # near the head of the line: poll often, to take the scope as soon as it is free
+                backoff.sleep(deadline, None if attempt.ahead is None else waiter_line.poll_cap_s(attempt.ahead))
         finally:
             gate.release()
 
@@ -317,11 +320,16 @@ class LeaseBackend:
                         self._known_anchors.difference_update(anchors)
                         return _Attempt(None)
                     related = self._related_claims(conn, path)
+                    if self.wait_ttl_ms <= 0:  # no line: the claim transaction as before it existed
+                        if any(r.live for r in related):
+                            return _Attempt(None)
+                        self._steal(conn, related)
+                        return _Attempt(self._grant(conn, path, holder))
                     ticket = waiter_line.ticket_of(conn, holder) if waiting else None
                     ahead = waiter_line.others_ahead(conn, self.dialect, path, holder, ticket)
                     if ahead or any(r.live for r in related):
                         waiter_line.wait_in_line(conn, self.dialect, path, holder, ticket, self.wait_ttl_ms)
-                        return _Attempt(None, next_in_line=self.wait_ttl_ms > 0 and not ahead)
+                        return _Attempt(None, ahead)
                     if waiting:
                         waiter_line.leave_line(conn, self.dialect, path, holder)
                     self._steal(conn, related)
@@ -348,7 +356,7 @@ class LeaseBackend:
         if row.status == "no-anchor":
             self._known_anchors.difference_update(anchors)
         if row.status != "granted":
-            return _Attempt(None, next_in_line=self.wait_ttl_ms > 0 and row.status == "next")
+            return _Attempt(None, row.ahead if self.wait_ttl_ms > 0 and row.status == "waiting" else None)
         for stolen in row.stolen:
             metrics.steals.inc()
             log.info("stole expired claim (path holder fence: %s)", stolen)

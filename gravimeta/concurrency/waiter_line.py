@@ -4,7 +4,8 @@ A claim attempt that finds its scope busy takes a ticket (an increasing id) or r
 a claim is granted only when no live claim AND no older live ticket exists on a related path. So a
 replica that has just released a scope cannot take it again ahead of the replicas that were waiting
 for it, and the waiter at the head of the line knows it is next and polls often, the others seldom.
-A ticket expires WAIT_TTL_MS after its last renewal: a waiter that died or gave up stops blocking the
+A waiter polls the more often the fewer waiters are ahead of it (poll_cap_s), so the next in line is
+awake when the scope comes free. A ticket expires WAIT_TTL_MS after its last renewal: a waiter that died or gave up stops blocking the
 line then (a waiter that gives up also deletes its ticket at once).
 
 These are the statements of the claim transaction on MariaDB/MySQL and SQLite, run after the anchor
@@ -25,6 +26,13 @@ from gravimeta.concurrency.tables import claim_waiter
 WAIT_TTL_MS = 1000
 
 
+def poll_cap_s(ahead: int) -> float:
+    """The longest sleep between two polls of a waiter with `ahead` older related waiters: 10 ms for
+    the first two in line (the second must be awake when the head's operation ends, or the scope
+    stays free while it sleeps and nobody behind may take it), 100 ms for the rest."""
+    return 0.01 if ahead <= 1 else 0.1
+
+
 def _related(path: str) -> ColumnElement[bool]:
     w = claim_waiter.c
     return or_(w.scope_path.in_([path, *paths.ancestors(path)]),
@@ -35,14 +43,14 @@ def ticket_of(conn: Connection, holder: str) -> int | None:
     return conn.execute(select(claim_waiter.c.id).where(claim_waiter.c.holder_id == holder)).scalar_one_or_none()
 
 
-def others_ahead(conn: Connection, dialect: str, path: str, holder: str, ticket: int | None) -> bool:
-    """Whether a live ticket of another waiter on a related path is older than `ticket` (or exists at
+def others_ahead(conn: Connection, dialect: str, path: str, holder: str, ticket: int | None) -> int:
+    """How many live tickets of other waiters on related paths are older than `ticket` (or exist at
     all, for a newcomer without one)."""
     w = claim_waiter.c
     query = select(w.scope_path).where(_related(path), w.expires_at > db_now(dialect), w.holder_id != holder)
     if ticket is not None:
         query = query.where(w.id < ticket)
-    return any(paths.related(p, path) for p in conn.execute(query).scalars())  # SQLite LIKE ignores case
+    return sum(paths.related(p, path) for p in conn.execute(query).scalars())  # SQLite LIKE ignores case
 
 
 def wait_in_line(conn: Connection, dialect: str, path: str, holder: str, ticket: int | None,
