@@ -7,6 +7,8 @@ not (false contention), never hide a real ancestor, so the check errs on the saf
 
 from __future__ import annotations
 
+from sqlalchemy import ColumnElement, or_
+
 from gravimeta.entities import NameIdentifier
 
 ROOT_PATH = "/"
@@ -42,6 +44,12 @@ def descendant_pattern(path: str) -> str:
     """A LIKE pattern (escape LIKE_ESCAPE) matching every proper descendant of `path`."""
     prefix = ROOT_PATH if path == ROOT_PATH else path + "/"
     return escape_like(prefix) + "%"
+
+
+def related_in_sql(column: ColumnElement[str], path: str) -> ColumnElement[bool]:
+    """SQL: `column` holds `path`, an ancestor or a descendant of it. SQLite's LIKE ignores ASCII
+    case, so callers re-check the rows they get with related()."""
+    return or_(column.in_([path, *ancestors(path)]), column.like(descendant_pattern(path), escape=LIKE_ESCAPE))
 
 
 def anchor_of(path: str) -> str:

@@ -31,7 +31,7 @@ import hashlib
 import time
 from collections.abc import Callable
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from gravimeta import errors
@@ -67,8 +67,7 @@ def live_related_lease(session: Session, path: str) -> bool:
     lease = scope_lease.c
     rows = session.execute(
         select(lease.scope_path).where(
-            or_(lease.scope_path.in_([path, *paths.ancestors(path)]),
-                lease.scope_path.like(paths.descendant_pattern(path), escape=paths.LIKE_ESCAPE)),
+            paths.related_in_sql(lease.scope_path, path),
             lease.lease_expires_at > db_now("postgresql"),
         )
     ).scalars().all()

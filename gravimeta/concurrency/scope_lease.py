@@ -37,7 +37,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, cast
 
-from sqlalchemy import Connection, Engine, delete, event, insert, or_, select, text, update
+from sqlalchemy import Connection, Engine, delete, event, insert, select, text, update
 from sqlalchemy.dialects.mysql import insert as mysql_insert
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import CursorResult
@@ -291,7 +291,8 @@ class LeaseBackend:
                 waiting = True
                 metrics.contention_waits.labels(self.name).inc()
                 if time.monotonic() >= deadline:
-                    waiter_line.give_up(self.engine, holder)
+                    if self.wait_ttl_ms > 0:
+                        waiter_line.give_up(self.engine, holder)
                     raise self._busy(path)
                 # near the head of the line: poll often, to take the scope as soon as it is free
                 backoff.sleep(deadline, None if attempt.ahead is None else waiter_line.poll_cap_s(attempt.ahead))
@@ -319,12 +320,11 @@ class LeaseBackend:
                     if not self._lock_anchors(conn, path, anchors):
                         self._known_anchors.difference_update(anchors)
                         return _Attempt(None)
-                    related = self._related_claims(conn, path)
                     if self.wait_ttl_ms <= 0:  # no line: the claim transaction as before it existed
-                        if any(r.live for r in related):
+                        if not self._clear_related(conn, path):
                             return _Attempt(None)
-                        self._steal(conn, related)
                         return _Attempt(self._grant(conn, path, holder))
+                    related = self._related_claims(conn, path)
                     ticket = waiter_line.ticket_of(conn, holder) if waiting else None
                     ahead = waiter_line.others_ahead(conn, self.dialect, path, holder, ticket)
                     if ahead or any(r.live for r in related):
@@ -383,14 +383,10 @@ class LeaseBackend:
     def _related_claims(self, conn: Connection, path: str) -> list[Any]:
         """The claims on `path`, its ancestors and its descendants, each with whether it is live."""
         lease = scope_lease.c
-        related = or_(
-            lease.scope_path.in_([path, *paths.ancestors(path)]),
-            lease.scope_path.like(paths.descendant_pattern(path), escape=paths.LIKE_ESCAPE),
-        )
         rows = conn.execute(
             select(lease.scope_path, lease.holder_id, lease.fence,
                    (lease.lease_expires_at > db_now(self.dialect)).label("live"))
-            .where(related)
+            .where(paths.related_in_sql(lease.scope_path, path))
         ).all()
         return [r for r in rows if paths.related(r.scope_path, path)]  # SQLite LIKE ignores ASCII case
 

@@ -3,10 +3,10 @@
 A claim attempt that finds its scope busy takes a ticket (an increasing id) or renews the one it has;
 a claim is granted only when no live claim AND no older live ticket exists on a related path. So a
 replica that has just released a scope cannot take it again ahead of the replicas that were waiting
-for it, and the waiter at the head of the line knows it is next and polls often, the others seldom.
-A waiter polls the more often the fewer waiters are ahead of it (poll_cap_s), so the next in line is
-awake when the scope comes free. A ticket expires WAIT_TTL_MS after its last renewal: a waiter that died or gave up stops blocking the
-line then (a waiter that gives up also deletes its ticket at once).
+for it. Each attempt learns how many waiters are ahead of it; the first two in line poll often, the
+others seldom (poll_cap_s), so the next in line is awake when the scope comes free. A ticket expires
+WAIT_TTL_MS after its last renewal: a waiter that died stops blocking the line then (one that gives
+up deletes its ticket at once).
 
 These are the statements of the claim transaction on MariaDB/MySQL and SQLite, run after the anchor
 locks (which serialize every claim attempt on related paths, tickets included). On PostgreSQL the
@@ -16,7 +16,6 @@ function gm_claim_scope does the same in SQL.
 from __future__ import annotations
 
 from sqlalchemy import Connection, Engine, and_, delete, insert, or_, select, update
-from sqlalchemy.sql.elements import ColumnElement
 
 from gravimeta.concurrency import paths
 from gravimeta.concurrency.db_clock import db_now, db_now_plus
@@ -33,12 +32,6 @@ def poll_cap_s(ahead: int) -> float:
     return 0.01 if ahead <= 1 else 0.1
 
 
-def _related(path: str) -> ColumnElement[bool]:
-    w = claim_waiter.c
-    return or_(w.scope_path.in_([path, *paths.ancestors(path)]),
-               w.scope_path.like(paths.descendant_pattern(path), escape=paths.LIKE_ESCAPE))
-
-
 def ticket_of(conn: Connection, holder: str) -> int | None:
     return conn.execute(select(claim_waiter.c.id).where(claim_waiter.c.holder_id == holder)).scalar_one_or_none()
 
@@ -47,7 +40,7 @@ def others_ahead(conn: Connection, dialect: str, path: str, holder: str, ticket:
     """How many live tickets of other waiters on related paths are older than `ticket` (or exist at
     all, for a newcomer without one)."""
     w = claim_waiter.c
-    query = select(w.scope_path).where(_related(path), w.expires_at > db_now(dialect), w.holder_id != holder)
+    query = select(w.scope_path).where(paths.related_in_sql(w.scope_path, path), w.expires_at > db_now(dialect), w.holder_id != holder)
     if ticket is not None:
         query = query.where(w.id < ticket)
     return sum(paths.related(p, path) for p in conn.execute(query).scalars())  # SQLite LIKE ignores case
@@ -55,7 +48,7 @@ def others_ahead(conn: Connection, dialect: str, path: str, holder: str, ticket:
 
 def wait_in_line(conn: Connection, dialect: str, path: str, holder: str, ticket: int | None,
                  ttl_ms: int = WAIT_TTL_MS) -> None:
-    """Take a ticket, or renew the one this waiter has, live for `ttl_ms` (0: expired at once, no line)."""
+    """Take a ticket, or renew the one this waiter has, live for `ttl_ms`."""
     expires = db_now_plus(dialect, ttl_ms)
     if ticket is None:
         conn.execute(insert(claim_waiter).values(holder_id=holder, scope_path=path, expires_at=expires))
@@ -67,7 +60,7 @@ def leave_line(conn: Connection, dialect: str, path: str, holder: str) -> None:
     """On a grant: delete this waiter's ticket and the expired tickets on related paths."""
     w = claim_waiter.c
     conn.execute(delete(claim_waiter).where(
-        or_(w.holder_id == holder, and_(_related(path), w.expires_at <= db_now(dialect)))
+        or_(w.holder_id == holder, and_(paths.related_in_sql(w.scope_path, path), w.expires_at <= db_now(dialect)))
     ))
 
 

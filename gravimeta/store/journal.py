@@ -26,7 +26,6 @@ from sqlalchemy import (
     Text,
     delete,
     insert,
-    or_,
     select,
     update,
 )
@@ -34,7 +33,7 @@ from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm import Session
 
 from gravimeta.concurrency.db_clock import db_now, db_now_plus, dialect_of
-from gravimeta.concurrency.paths import LIKE_ESCAPE, ancestors, descendant_pattern
+from gravimeta.concurrency.paths import related_in_sql
 from gravimeta.store import guard
 from gravimeta.store.entity_store import EntityStore
 
@@ -133,10 +132,7 @@ class OperationJournal:
         query = select(j.id, j.scope_path, j.operation, j.payload, j.state, j.holder, j.detail, j.created_at,
                        (j.created_at <= db_now_plus(self.dialect, -settle_ms)).label("settled"))
         if related_to is not None:
-            query = query.where(or_(
-                j.scope_path.in_([*ancestors(related_to), related_to]),
-                j.scope_path.like(descendant_pattern(related_to), escape=LIKE_ESCAPE),
-            ))
+            query = query.where(related_in_sql(j.scope_path, related_to))
         with self.store.snapshot() as s:
             rows = s.execute(query.order_by(j.id)).all()
         return [Intent(r.id, r.scope_path, r.operation, json.loads(r.payload), r.state, r.holder, r.detail,
