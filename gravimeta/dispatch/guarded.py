@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sqlalchemy.orm import Session
+
 from gravimeta import errors
 from gravimeta.entities import Catalog, Metalake
 from gravimeta.store import EntityStore
@@ -10,6 +12,12 @@ from gravimeta.store import EntityStore
 def catalog_in_use(store: EntityStore, metalake: str, catalog: str) -> Catalog:
     """Load a catalog for schema/table work: both it and its metalake must be in use."""
     found, loaded = store.get_metalake_and_catalog(metalake, catalog)  # one snapshot, one query
+    return require_in_use(metalake, catalog, found, loaded)
+
+
+def catalog_in_use_in(s: Session, metalake: str, catalog: str) -> Catalog:
+    """catalog_in_use inside the caller's transaction."""
+    found, loaded = EntityStore.metalake_and_catalog_in(s, metalake, catalog)
     return require_in_use(metalake, catalog, found, loaded)
 
 

@@ -32,7 +32,7 @@ from gravimeta.concurrency.coordinator import Coordinator
 from gravimeta.concurrency.paths import scope_path
 from gravimeta.concurrency.tree_lock import LockType
 from gravimeta.dispatch.connector_cache import ConnectorCache
-from gravimeta.dispatch.guarded import catalog_in_use
+from gravimeta.dispatch.guarded import catalog_in_use_in
 from gravimeta.dispatch.intents import APPLIED, NOT_APPLIED, OPERATIONS, Applied, Payload
 from gravimeta.entities import NameIdentifier
 from gravimeta.store import EntityStore
@@ -58,11 +58,13 @@ class Reconciler:
 
     # ------------------------------------------------------------------ running an operation
 
-    def run(self, scope: NameIdentifier, connector: Connector, operation: str, payload: Payload,
-            check: Callable[[Session], dict[str, Any] | None]) -> Any:
+    def run(self, scope: NameIdentifier, m: str, c: str, operation: str, payload: Payload,
+            check: Callable[[Session], dict[str, Any] | None],
+            refuse: Callable[[Connector], None] | None = None) -> Any:
         """Intent, engine, store; call inside coordinator.structural(scope). None when there was nothing
-        to do: `check` found nothing, or the drop found the object already gone from the store."""
-        intent = self.journal.record(scope_path(scope), operation, payload, check)
+        to do: `check` found nothing, or the drop found the object already gone from the store.
+        `refuse(connector)` may reject the request for what the catalog's connector cannot do."""
+        connector, intent = self._record(scope_path(scope), m, c, operation, payload, check, refuse)
         if intent is None:
             return None
         op = OPERATIONS[operation]
@@ -106,18 +108,42 @@ class Reconciler:
 
         return self.store.write(work)
 
-    # ------------------------------------------------------------------ repair
+    def _record(self, path: str, m: str, c: str, operation: str, payload: Payload,
+                check: Callable[[Session], dict[str, Any] | None],
+                refuse: Callable[[Connector], None] | None) -> tuple[Connector, Intent | None]:
+        """The intent step, in ONE store transaction: check that the metalake and catalog are in use,
+        pick the catalog's connector, look for intents that earlier operations left open under `path`,
+        run the store's `check` and record the intent. Open intents come first (the next claimant's
+        duty): the transaction then ends without writing anything, they are repaired, and the step
+        runs once more without looking again (what stays open, e.g. an unreachable engine, does
+        not block the operation; the request that follows will try again)."""
+        connector, intent, left_open = self._intent_step(path, m, c, operation, payload, check, refuse, True)
+        if left_open:
+            self._repair_all(left_open)
+            connector, intent, _ = self._intent_step(path, m, c, operation, payload, check, refuse, False)
+        return connector, intent
 
-    def prepare(self, scope: NameIdentifier, metalake: str, catalog: str) -> Connector:
-        """Start a structural operation on `scope` (call inside coordinator.structural(scope)): check
-        that the metalake and catalog are in use and read the open intents under `scope` in ONE
-        snapshot, then do the next claimant's duty: settle what earlier operations left open.
-        Returns the catalog's connector."""
-        with self.store.snapshot():
-            connector = self.connectors.for_catalog(catalog_in_use(self.store, metalake, catalog))
-            intents = self.journal.pending(scope_path(scope), self.settle_ms)
-        self._repair_all(intents)
-        return connector
+    def _intent_step(self, path: str, m: str, c: str, operation: str, payload: Payload,
+                     check: Callable[[Session], dict[str, Any] | None],
+                     refuse: Callable[[Connector], None] | None,
+                     look_for_open: bool) -> tuple[Connector, Intent | None, list[Intent]]:
+        """One try of the intent step: (connector, intent, the open intents found instead)."""
+        found: dict[str, Any] = {"open": []}
+
+        def checked(s: Session) -> dict[str, Any] | None:
+            found["connector"] = connector = self.connectors.for_catalog(catalog_in_use_in(s, m, c))
+            if refuse is not None:
+                refuse(connector)
+            if look_for_open:
+                found["open"] = self.journal.pending_in(s, path, self.settle_ms)
+                if found["open"]:
+                    return None
+            return check(s)
+
+        intent = self.journal.record(path, operation, payload, checked)
+        return found["connector"], intent, found["open"]
+
+    # ------------------------------------------------------------------ repair
 
     def repair_pending(self, settle_s: float | None = None) -> Counter[str]:
         """Repair every open intent, each under a claim on its own scope (reclaimer, `gravimeta repair`).

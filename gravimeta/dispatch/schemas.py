@@ -36,9 +36,8 @@ class SchemaDispatcher:
     def create(self, m: str, c: str, schema: Schema, user: str) -> Schema:
         scope = NameIdentifier.of(m, c)
         with self.coordinator.structural(scope, LockType.WRITE):
-            connector = self.reconciler.prepare(scope, m, c)
             created: Schema = self.reconciler.run(
-                scope, connector, "create_schema", {"m": m, "c": c, "user": user, "schema": to_json(schema)},
+                scope, m, c, "create_schema", {"m": m, "c": c, "user": user, "schema": to_json(schema)},
                 lambda s: pre.schema_creatable(self.store, s, m, c, schema.name),
             )
             return created
@@ -53,9 +52,8 @@ class SchemaDispatcher:
         store has no such schema (the engine is not asked)."""
         scope = NameIdentifier.of(m, c)
         with self.coordinator.structural(scope, LockType.WRITE):
-            connector = self.reconciler.prepare(scope, m, c)
             dropped = self.reconciler.run(
-                scope, connector, "drop_schema", {"m": m, "c": c, "user": "", "name": name},
+                scope, m, c, "drop_schema", {"m": m, "c": c, "user": "", "name": name},
                 lambda s: pre.schema_droppable(self.store, s, m, c, name, cascade),
             )
             return dropped is not None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
+from connectors.base import Connector
 from gravimeta import errors
 from gravimeta.concurrency.coordinator import Coordinator
 from gravimeta.concurrency.tree_lock import LockType
@@ -45,9 +46,8 @@ class TableDispatcher:
         validate_table(table)
         scope = NameIdentifier.of(m, c, s)
         with self.coordinator.structural(scope, LockType.WRITE):
-            connector = self.reconciler.prepare(scope, m, c)
             created: Table = self.reconciler.run(
-                scope, connector, "create_table", {"m": m, "c": c, "user": user, "schema": s, "table": to_json(table)},
+                scope, m, c, "create_table", {"m": m, "c": c, "user": user, "schema": s, "table": to_json(table)},
                 lambda session: pre.table_creatable(self.store, session, m, c, s, table.name),
             )
             return created
@@ -64,26 +64,25 @@ class TableDispatcher:
         moving = new_schema is not None and new_schema != s
         scope = NameIdentifier.of(m, c) if moving else NameIdentifier.of(m, c, s)
         with self.coordinator.structural(scope, LockType.WRITE):
-            connector = self.reconciler.prepare(scope, m, c)
-
             def check(session: Session) -> dict[str, object]:
                 before, after = pre.table_renamable(self.store, session, m, c, s, name, mutate, new_schema)
                 return {"before": to_json(before), "after": to_json(after)}
 
             payload = {"m": m, "c": c, "user": user, "schema": s, "name": name, "new_schema": new_schema,
                        "changes": changes}
-            renamed: Table = self.reconciler.run(scope, connector, "rename_table", payload, check)
+            renamed: Table = self.reconciler.run(scope, m, c, "rename_table", payload, check)
             return renamed
 
     def drop(self, m: str, c: str, s: str, name: str, purge: bool = False) -> bool:
         """Engine first, then the store; False when the store has no such table (the engine is not asked)."""
         scope = NameIdentifier.of(m, c, s)
         with self.coordinator.structural(scope, LockType.WRITE):
-            connector = self.reconciler.prepare(scope, m, c)
-            if purge and not connector.supports_purge:
-                raise errors.UnsupportedOperation(f"Catalog {m}.{c} does not support purging tables")
+            def refuse(connector: Connector) -> None:
+                if purge and not connector.supports_purge:
+                    raise errors.UnsupportedOperation(f"Catalog {m}.{c} does not support purging tables")
+
             dropped = self.reconciler.run(
-                scope, connector, "drop_table", {"m": m, "c": c, "user": "", "schema": s, "name": name, "purge": purge},
-                lambda session: pre.table_droppable(self.store, session, m, c, s, name),
+                scope, m, c, "drop_table", {"m": m, "c": c, "user": "", "schema": s, "name": name, "purge": purge},
+                lambda session: pre.table_droppable(self.store, session, m, c, s, name), refuse,
             )
             return dropped is not None

@@ -164,9 +164,10 @@ class EntityStore:
         return row
 
     # The parent chain is resolved inside the same statement (nested scalar subqueries on the unique
-    # (parent, name) keys), not one query per level: 1 statement unlocked, 2 locked (the parent id,
-    # then the row lock on the leaf alone: MariaDB would also lock rows read by a subquery). Only a
-    # miss walks the chain again, to name the level that is missing.
+    # (parent, name) keys), not one query per level: 1 statement, except a locked read on MariaDB/MySQL
+    # takes 2 (the parent id, then the row lock on the leaf alone: InnoDB would also lock the parents'
+    # rows that a subquery reads; PostgreSQL locks only the rows of the outer FROM, SQLite has no row
+    # locks). Only a miss walks the chain again, to name the level that is missing.
 
     def catalog_row(self, s: Session, m: str, c: str, lock: str | None = None) -> CatalogRow:
         row = _child_row(s, CatalogRow, CatalogRow.metalake_id, _metalake_id(m), c, lock)
@@ -265,14 +266,16 @@ class EntityStore:
         """The metalake and its catalog `c` (None if there is none) in one query: the in-use check of
         every schema/table request."""
         with self.snapshot() as s:
-            found = s.execute(
-                select(MetalakeRow, CatalogRow)
-                .outerjoin(CatalogRow, and_(CatalogRow.metalake_id == MetalakeRow.id, CatalogRow.name == c))
-                .where(MetalakeRow.name == m)
-            ).first()
-            if found is None:
-                raise errors.NoSuchMetalake(f"Metalake {m} does not exist")
-            return convert.metalake_of(found[0]), None if found[1] is None else convert.catalog_of(found[1], m)
+            return self.metalake_and_catalog_in(s, m, c)
+
+    @staticmethod
+    def metalake_and_catalog_in(s: Session, m: str, c: str) -> tuple[Metalake, Catalog | None]:
+        """get_metalake_and_catalog inside the caller's transaction (a structural operation checks
+        in-use in the same transaction that records its intent)."""
+        found = s.execute(_METALAKE_AND_CATALOG, {"m": m, "c": c}).first()
+        if found is None:
+            raise errors.NoSuchMetalake(f"Metalake {m} does not exist")
+        return convert.metalake_of(found[0]), None if found[1] is None else convert.catalog_of(found[1], m)
 
     def create_catalog(self, catalog: Catalog, user: str, precheck: Callable[[Metalake], None] | None = None) -> Catalog:
         def work(s: Session) -> Catalog:
@@ -440,9 +443,10 @@ class EntityStore:
             convert.set_audit(row, Audit(user, now_iso()))
             s.add(row)
             _flush_unique(s, errors.TableAlreadyExists(f"Table {m}.{c}.{sc}.{table.name} already exists"))
-            s.add_all(convert.column_rows(row.id, table.columns))
+            columns = convert.column_rows(row.id, table.columns)
+            s.add_all(columns)
             s.flush()
-            return convert.table_of(row, self.columns_of(s, row.id))
+            return convert.table_of(row, [convert.column_of(c) for c in columns])  # as written: no re-read
 
         return self.write(work)
 
@@ -463,12 +467,15 @@ class EntityStore:
             _touch(row, user)
             target = f"{m}.{c}.{new_schema or sc}.{after.name}"
             _flush_unique(s, errors.TableAlreadyExists(f"Table {target} already exists"))
+            columns = after.columns  # equal to the stored ones unless rewritten below
             if after.columns != before.columns:
                 s.execute(delete(ColumnRow).where(ColumnRow.table_id == row.id))
                 s.flush()
-                s.add_all(convert.column_rows(row.id, after.columns))
+                written = convert.column_rows(row.id, after.columns)
+                s.add_all(written)
                 s.flush()
-            return before, convert.table_of(row, self.columns_of(s, row.id))
+                columns = [convert.column_of(c) for c in written]
+            return before, convert.table_of(row, columns)  # as written: no re-read
 
         return self.write(work)
 
@@ -486,7 +493,7 @@ class EntityStore:
             row = self.table_to_drop(s, m, c, sc, t)
             if row is None:
                 return False
-            _delete_tables(s, select(TableRow.id).where(TableRow.id == row.id))
+            _delete_table_ids(s, [row.id])  # table_to_drop locked the row already
             return True
 
         return self.write(work)
@@ -496,6 +503,11 @@ class EntityStore:
 
 # Statements of the hottest reads, built once with bound parameters: building the expression tree on
 # every request cost more CPU than executing it (profile of load table, docs/benchmarks.md).
+_METALAKE_AND_CATALOG = (
+    select(MetalakeRow, CatalogRow)
+    .outerjoin(CatalogRow, and_(CatalogRow.metalake_id == MetalakeRow.id, CatalogRow.name == bindparam("c")))
+    .where(MetalakeRow.name == bindparam("m"))
+)
 _COLUMNS_OF = select(ColumnRow).where(ColumnRow.table_id == bindparam("table_id")).order_by(ColumnRow.position)
 # The load-table statement (EntityStore.load_table), run on the raw DBAPI cursor: the parents' in-use
 # flags, the schema id, the table row, then one row per column (outer joined, in position order).
@@ -534,7 +546,7 @@ def _schema_id(m: str, c: str, sc: str) -> Any:
 
 def _child_row(s: Session, model: Any, parent_column: Any, parent_id: Any, name: str, lock: str | None) -> Any:
     """The row `name` under the parent whose id `parent_id` (a scalar subquery) selects, or None."""
-    if lock is not None:
+    if lock is not None and s.get_bind().dialect.name in ("mysql", "mariadb"):
         parent_id = s.scalar(select(parent_id))
         if parent_id is None:
             return None
@@ -575,7 +587,11 @@ def _flush_unique(s: Session, conflict: errors.AlreadyExists) -> None:
 
 
 def _delete_tables(s: Session, table_ids: Any) -> None:
-    ids = list(s.scalars(table_ids.with_for_update()))
+    _delete_table_ids(s, list(s.scalars(table_ids.with_for_update())))
+
+
+def _delete_table_ids(s: Session, ids: list[int]) -> None:
+    """Delete these tables, already locked FOR UPDATE, and their columns."""
     if ids:
         s.execute(delete(ColumnRow).where(ColumnRow.table_id.in_(ids)))
         s.execute(delete(TableRow).where(TableRow.id.in_(ids)))

@@ -128,12 +128,16 @@ class OperationJournal:
     def pending(self, related_to: str | None = None, settle_ms: int = 0) -> list[Intent]:
         """The intents still open, oldest first; with `related_to`, only those recorded under that
         scope path, an ancestor or a descendant of it (the ones a claim on it excludes from running)."""
+        with self.store.snapshot() as s:
+            return self.pending_in(s, related_to, settle_ms)
+
+    def pending_in(self, s: Session, related_to: str | None = None, settle_ms: int = 0) -> list[Intent]:
+        """`pending` inside the caller's transaction."""
         j = operation_journal.c
         query = select(j.id, j.scope_path, j.operation, j.payload, j.state, j.holder, j.detail, j.created_at,
                        (j.created_at <= db_now_plus(self.dialect, -settle_ms)).label("settled"))
         if related_to is not None:
             query = query.where(related_in_sql(j.scope_path, related_to))
-        with self.store.snapshot() as s:
-            rows = s.execute(query.order_by(j.id)).all()
+        rows = s.execute(query.order_by(j.id)).all()
         return [Intent(r.id, r.scope_path, r.operation, json.loads(r.payload), r.state, r.holder, r.detail,
                        str(r.created_at), bool(r.settled)) for r in rows]
