@@ -37,7 +37,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, cast
 
-from sqlalchemy import Connection, Engine, delete, event, insert, select, text, update
+from sqlalchemy import Connection, Engine, delete, event, func, insert, select, text, update
 from sqlalchemy.dialects.mysql import insert as mysql_insert
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import CursorResult
@@ -404,14 +404,16 @@ class LeaseBackend:
 
     def _grant(self, conn: Connection, path: str, holder: str) -> int:
         fence_col = scope_fence.c
-        bump = update(scope_fence).where(fence_col.scope_path == path).values(fence=fence_col.fence + 1)
         fence: int | None
-        if conn.dialect.update_returning:  # PostgreSQL, SQLite: the new fence in the same statement
+        if self.dialect == "mysql":
+            # no UPDATE ... RETURNING: an upsert that hands the new fence back through LAST_INSERT_ID(expr),
+            # which the server reports with the statement's result (one statement instead of two)
+            upsert = mysql_insert(scope_fence).values(scope_path=path, fence=func.last_insert_id(1))
+            result = conn.execute(upsert.on_duplicate_key_update(fence=func.last_insert_id(fence_col.fence + 1)))
+            fence = int(cast(CursorResult[Any], result).lastrowid)
+        else:  # PostgreSQL, SQLite: the new fence in the same statement
+            bump = update(scope_fence).where(fence_col.scope_path == path).values(fence=fence_col.fence + 1)
             fence = conn.execute(bump.returning(fence_col.fence)).scalar_one_or_none()
-        elif conn.execute(bump).rowcount:  # MariaDB/MySQL: no UPDATE ... RETURNING
-            fence = conn.execute(select(fence_col.fence).where(fence_col.scope_path == path)).scalar_one()
-        else:
-            fence = None
         if fence is None:
             fence = 1
             conn.execute(insert(scope_fence).values(scope_path=path, fence=fence))
