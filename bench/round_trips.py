@@ -8,7 +8,8 @@ BEGIN, COMMIT, ROLLBACK, SET, DEALLOCATE); a statement is one Bind (one executio
 statement, prepared or not). Figures are the mean over MEASURED requests of each kind, after
 WARM_UP rounds of all of them, so psycopg's prepared statements are in place as in a running
 server. `--verbose` lists the messages of the first measured request.
-Also prints the process CPU time per request (single thread, uncontended; a rough guide only).
+Also prints the process CPU time per request (single thread, uncontended; a rough guide only): for the
+reads, and for structural requests as the mean over create + drop pairs of fresh tables.
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ def measure_mode(mode: str, verbose: bool) -> None:
             ("rename table", lambda i: ok("PUT", f"{TABLES}/x{i}", rename_body(f"y{i}"))),
             ("drop table", lambda i: ok("DELETE", f"{TABLES}/y{i}")),
         ]
+        create, drop = requests[3][1], (lambda i: ok("DELETE", f"{TABLES}/x{i}"))
         for i in range(100, 100 + WARM_UP):  # psycopg prepares a statement on its 5th execution
             for _label, request in requests:
                 request(i)
@@ -97,6 +99,8 @@ def measure_mode(mode: str, verbose: bool) -> None:
             cpu_note = "" if cpu is None else f"  cpu {cpu:.2f} ms"
             print(f"{label:18s} round trips {(kinds['Sync'] + kinds['Query']) / MEASURED:5.1f}  "
                   f"statements {kinds['Bind'] / MEASURED:5.1f}{cpu_note}")
+            if label == "drop table":
+                print(f"{'create + drop':18s} cpu per request {_structural_cpu_ms(create, drop):.2f} ms")
             if verbose:
                 for parts in sent[:len(sent) // MEASURED]:
                     if len(parts) > 4 and parts[3].split(" ")[0] in ("Query", "Parse", "Bind"):
@@ -104,14 +108,23 @@ def measure_mode(mode: str, verbose: bool) -> None:
 
 
 def _cpu_ms(request: Callable[[int], None], label: str) -> float | None:
-    """Process CPU per request over 30 repetitions of a read (None for structural requests, which
-    need fresh names)."""
+    """Process CPU per request over 30 repetitions of a read (None for the other structural requests:
+    each needs its own fresh name, and create/drop is measured as a pair by _structural_cpu_ms)."""
     if label not in ("GET /api/version", "load table", "list tables"):
         return None
     started = time.process_time()
     for i in range(30):
         request(i)
     return (time.process_time() - started) / 30 * 1000
+
+
+def _structural_cpu_ms(create: Callable[[int], None], drop: Callable[[int], None]) -> float:
+    """Process CPU per structural request, over 30 create + drop pairs of fresh tables."""
+    started = time.process_time()
+    for i in range(1000, 1030):
+        create(i)
+        drop(i)
+    return (time.process_time() - started) / 60 * 1000
 
 
 def main(argv: list[str] | None = None) -> None:
