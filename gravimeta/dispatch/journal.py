@@ -112,8 +112,8 @@ class Reconciler:
                 check: Callable[[Session], dict[str, Any] | None],
                 refuse: Callable[[Connector], None] | None) -> tuple[Connector, Intent | None]:
         """The intent step, in ONE store transaction: check that the metalake and catalog are in use,
-        pick the catalog's connector, look for intents that earlier operations left open under `path`,
-        run the store's `check` and record the intent. Open intents come first (the next claimant's
+        pick the catalog's connector, look for intents that earlier operations left open under `path`
+        (these reads come before the claim's fence check), run the store's `check` and record the intent. Open intents come first (the next claimant's
         duty): the transaction then ends without writing anything, they are repaired, and the step
         runs once more without looking again (what stays open, e.g. an unreachable engine, does
         not block the operation; the request that follows will try again)."""
@@ -130,17 +130,17 @@ class Reconciler:
         """One try of the intent step: (connector, intent, the open intents found instead)."""
         found: dict[str, Any] = {"open": []}
 
-        def checked(s: Session) -> dict[str, Any] | None:
+        def look(s: Session) -> None:  # reads only: they run before the claim's guard locks its row
             found["connector"] = connector = self.connectors.for_catalog(catalog_in_use_in(s, m, c))
             if refuse is not None:
                 refuse(connector)
             if look_for_open:
                 found["open"] = self.journal.pending_in(s, path, self.settle_ms)
-                if found["open"]:
-                    return None
-            return check(s)
 
-        intent = self.journal.record(path, operation, payload, checked)
+        def checked(s: Session) -> dict[str, Any] | None:
+            return None if found["open"] else check(s)
+
+        intent = self.journal.record(path, operation, payload, checked, prelude=look)
         return found["connector"], intent, found["open"]
 
     # ------------------------------------------------------------------ repair

@@ -124,11 +124,16 @@ class EntityStore:
             finally:
                 self._open_snapshot.reset(token)
 
-    def write(self, work: Callable[[Session], T]) -> T:
-        """Run `work` in one write transaction behind the current guard; retry on deadlock."""
+    def write(self, work: Callable[[Session], T], prelude: Callable[[Session], object] | None = None) -> T:
+        """Run `work` in one write transaction behind the current guard; retry on deadlock.
+        `prelude`: reads without row locks that run in the same transaction BEFORE the guard, so that
+        a wait in them (a lock on a table, a slow disk) happens before a claim's guard locks its claim
+        row: a holder paused there must not keep the stealer of its expired claim waiting."""
         for attempt in range(self.max_retries + 1):
             try:
                 with self._translated(), write_session(self.engine) as session:
+                    if prelude is not None:
+                        prelude(session)
                     guard = current_guard()
                     if guard is not None:
                         guard(session)

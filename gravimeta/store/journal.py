@@ -77,11 +77,12 @@ class OperationJournal:
         self.dialect = dialect_of(store.engine)
 
     def record(
-        self, scope_path: str, operation: str, payload: dict[str, Any], check: Callable[[Session], dict[str, Any] | None]
+        self, scope_path: str, operation: str, payload: dict[str, Any], check: Callable[[Session], dict[str, Any] | None],
+        prelude: Callable[[Session], object] | None = None,
     ) -> Intent | None:
-        """In one store transaction: run `check` (the store-side preconditions; it raises the store's
-        error or returns None when there is nothing to do) and insert the intent with `payload` plus
-        what `check` returned."""
+        """In one store transaction: run `prelude` (lock-free reads, before the guard: EntityStore.write),
+        then `check` (the store-side preconditions; it raises the store's error or returns None when
+        there is nothing to do) and insert the intent with `payload` plus what `check` returned."""
 
         def work(s: Session) -> Intent | None:
             extra = check(s)
@@ -96,7 +97,7 @@ class OperationJournal:
             assert key is not None, "an INSERT always reports its primary key"
             return Intent(int(key[0]), scope_path, operation, full)
 
-        return self.store.write(work)
+        return self.store.write(work, prelude)
 
     @contextmanager
     def finishing(self, intent_id: int, last: bool = False) -> Iterator[None]:
