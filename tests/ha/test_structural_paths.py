@@ -133,9 +133,9 @@ class Recorder:
 
             return recording_structural
 
-        def recording_write(work: Any) -> Any:
+        def recording_write(work: Any, prelude: Any = None) -> Any:
             log(("write",))
-            return write(work)
+            return write(work, prelude)
 
         claims.claim, tree_lock.locked, coordinator.structural, store.write = (
             recording_claim, recording_locked, recording(structural), recording_write,
