@@ -411,12 +411,12 @@ class LeaseBackend:
             upsert = mysql_insert(scope_fence).values(scope_path=path, fence=func.last_insert_id(1))
             result = conn.execute(upsert.on_duplicate_key_update(fence=func.last_insert_id(fence_col.fence + 1)))
             fence = int(cast(CursorResult[Any], result).lastrowid)
-        else:  # PostgreSQL, SQLite: the new fence in the same statement
+        else:  # PostgreSQL, SQLite: the new fence in the same statement; the path's first grant inserts 1
             bump = update(scope_fence).where(fence_col.scope_path == path).values(fence=fence_col.fence + 1)
             fence = conn.execute(bump.returning(fence_col.fence)).scalar_one_or_none()
-        if fence is None:
-            fence = 1
-            conn.execute(insert(scope_fence).values(scope_path=path, fence=fence))
+            if fence is None:
+                fence = 1
+                conn.execute(insert(scope_fence).values(scope_path=path, fence=fence))
         now = db_now(self.dialect)
         conn.execute(insert(scope_lease).values(
             scope_path=path, holder_id=holder, fence=fence,

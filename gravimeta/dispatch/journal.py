@@ -113,10 +113,11 @@ class Reconciler:
                 refuse: Callable[[Connector], None] | None) -> tuple[Connector, Intent | None]:
         """The intent step, in ONE store transaction: check that the metalake and catalog are in use,
         pick the catalog's connector, look for intents that earlier operations left open under `path`
-        (these reads come before the claim's fence check), run the store's `check` and record the intent. Open intents come first (the next claimant's
-        duty): the transaction then ends without writing anything, they are repaired, and the step
-        runs once more without looking again (what stays open, e.g. an unreachable engine, does
-        not block the operation; the request that follows will try again)."""
+        (these reads come before the claim's fence check), run the store's `check` and record the
+        intent. Open intents come first (the next claimant's duty): the transaction then ends without
+        writing anything, they are repaired, and the step runs once more without looking again (what
+        stays open, e.g. an unreachable engine, does not block the operation; the request that
+        follows will try again)."""
         connector, intent, left_open = self._intent_step(path, m, c, operation, payload, check, refuse, True)
         if left_open:
             self._repair_all(left_open)

@@ -448,10 +448,7 @@ class EntityStore:
             convert.set_audit(row, Audit(user, now_iso()))
             s.add(row)
             _flush_unique(s, errors.TableAlreadyExists(f"Table {m}.{c}.{sc}.{table.name} already exists"))
-            columns = convert.column_rows(row.id, table.columns)
-            s.add_all(columns)
-            s.flush()
-            return convert.table_of(row, [convert.column_of(c) for c in columns])  # as written: no re-read
+            return convert.table_of(row, _write_columns(s, row.id, table.columns))
 
         return self.write(work)
 
@@ -476,11 +473,8 @@ class EntityStore:
             if after.columns != before.columns:
                 s.execute(delete(ColumnRow).where(ColumnRow.table_id == row.id))
                 s.flush()
-                written = convert.column_rows(row.id, after.columns)
-                s.add_all(written)
-                s.flush()
-                columns = [convert.column_of(c) for c in written]
-            return before, convert.table_of(row, columns)  # as written: no re-read
+                columns = _write_columns(s, row.id, after.columns)
+            return before, convert.table_of(row, columns)
 
         return self.write(work)
 
@@ -556,6 +550,14 @@ def _child_row(s: Session, model: Any, parent_column: Any, parent_id: Any, name:
         if parent_id is None:
             return None
     return s.scalar(_locked(select(model).where(parent_column == parent_id, model.name == name), lock))
+
+
+def _write_columns(s: Session, table_id: int, columns: list[Column]) -> list[Column]:
+    """Insert the table's columns; returns them as written (no read back)."""
+    rows = convert.column_rows(table_id, columns)
+    s.add_all(rows)
+    s.flush()
+    return [convert.column_of(row) for row in rows]
 
 
 def _locked(query: Any, lock: str | None) -> Any:
