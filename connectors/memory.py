@@ -21,6 +21,7 @@ _ENGINES: dict[tuple[str, str], dict[str, dict[str, Table]]] = {}
 class MemoryConnector(Connector):
     property_specs = (PropertySpec("comment", description="free text, ignored"),)
     supports_purge = True
+    process_local = True
 
     @property
     def _schemas(self) -> dict[str, dict[str, Table]]:

@@ -46,7 +46,7 @@ def build_services(settings: Settings, registry: ConnectorRegistry | None = None
     check_schema(engine)
     store = EntityStore(engine, on_snapshot=metrics.snapshot_reads.inc)
     connectors = ConnectorCache(registry or ConnectorRegistry())
-    distributed = start_distributed_lock(settings, engine)
+    distributed = start_distributed_lock(settings, engine, connectors.known_local)
     coordinator = Coordinator(TreeLock(), distributed.claims, distributed)
     reconciler = Reconciler(store, coordinator, connectors)
     dispatchers = Dispatchers(

@@ -9,10 +9,13 @@ Flag on: the configured backend (docs/ha.md):
                (see below and pg_advisory.py); refused on other databases;
   AUTO         the same on PostgreSQL; on SQLite and MySQL/MariaDB the lease table.
 Advisory locks protect one store transaction. Metalake- and catalog-level structural operations are one
-transaction each, so they take advisory locks. Schema and table operations run through the operation
-journal (intent, engine call, apply: several transactions), for every connector, so they take the lease
-even under PG_ADVISORY: with transaction-scoped advisory locks two renames of one table could both
-record their intent before either applied it (the race demo lost a table that way).
+transaction each, so they take advisory locks; so do schema and table operations in a catalog whose
+connector is process-local (memory), which run whole in one transaction (gravimeta/dispatch/journal.py).
+Schema and table operations of any other catalog run through the operation journal (intent, engine
+call, apply: several transactions), so they take the lease even under PG_ADVISORY: with
+transaction-scoped advisory locks two renames of one table could both record their intent before either
+applied it (the race demo lost a table that way). Which catalog is which comes from the connector
+cache; an operation that finds its claim too weak is retried under the lease (coordinator.py).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy import Engine
@@ -66,13 +70,15 @@ def effective_backend(settings: Settings, engine: Engine) -> str:
     return wanted
 
 
-def _journalled(_metalake: str, _catalog: str) -> bool:
-    """No catalog's schema/table operations fit one store transaction: all go through the journal."""
+def _never_local(_metalake: str, _catalog: str) -> bool:
     return False
 
 
-def start_distributed_lock(settings: Settings, engine: Engine) -> DistributedLock:
-    """Register this worker, start its heartbeat thread, and build the configured claim backend."""
+def start_distributed_lock(settings: Settings, engine: Engine,
+                           catalog_is_local: Callable[[str, str], bool] = _never_local) -> DistributedLock:
+    """Register this worker, start its heartbeat thread, and build the configured claim backend.
+    `catalog_is_local(metalake, catalog)`: whether a catalog's schema/table operations run in one store
+    transaction (ConnectorCache.known_local); by default none do, so they all take the lease."""
     backend = effective_backend(settings, engine)
     node = node_id()
     ttl_ms, timeout_ms = settings.lease_ttl_ms, settings.claim_timeout_ms
@@ -87,7 +93,7 @@ def start_distributed_lock(settings: Settings, engine: Engine) -> DistributedLoc
         if backend == "LEASE_TABLE":
             claims = lease
         else:  # PG_ADVISORY or AUTO on PostgreSQL: advisory where sound (module docstring)
-            claims = AutoBackend(AdvisoryBackend(timeout_ms), lease, _journalled)
+            claims = AutoBackend(AdvisoryBackend(timeout_ms), lease, catalog_is_local)
     heartbeat.add_task("node-registry", registry.beat, every=1 if not enabled else 3)
     registry.register()
     registry.warn_on_mixed_rollout()

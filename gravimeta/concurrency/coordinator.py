@@ -7,21 +7,44 @@ A structural operation (create, rename, drop, cascade) runs as:
   4. release the TreeLock, then the claim (in `finally`).
 The claim is taken before the TreeLock so that a thread waiting on another replica never holds the
 local tree lock. Non-structural operations and reads take only the TreeLock.
+
+Some claims (PostgreSQL advisory locks) protect each store transaction on its own, not the gap between
+two of them. An operation that finds it needs several (a journalled connector operation) raises
+NeedsLastingClaim before it writes anything; `run_structural` then runs it once more, when the backend
+knows better (AutoBackend learns a catalog's connector from the connector cache).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Protocol
+from contextvars import ContextVar
+from typing import Protocol, TypeVar
 
+from gravimeta import errors
 from gravimeta.concurrency.tree_lock import LockType, TreeLock
 from gravimeta.entities import NameIdentifier
 from gravimeta.store import guard
 
+T = TypeVar("T")
+_one_transaction: ContextVar[bool] = ContextVar("gravimeta_claim_one_transaction", default=False)
+
+
+class NeedsLastingClaim(Exception):
+    """The operation spans several store transactions, and its claim protects only one at a time."""
+
+
+def require_lasting_claim() -> None:
+    """Raise NeedsLastingClaim when the current structural claim protects one transaction only."""
+    if _one_transaction.get():
+        raise NeedsLastingClaim()
+
 
 class Claim(Protocol):
-    """A granted cross-node claim on a scope."""
+    """A granted cross-node claim on a scope. `one_transaction`: it protects each guarded store
+    transaction on its own (advisory locks end at commit), not what happens between them."""
+
+    one_transaction: bool
 
     def fence_guard(self) -> guard.WriteGuard | None: ...
 
@@ -51,11 +74,26 @@ class Coordinator:
                 yield
             return
         claim = self.claims.claim(scope)
+        token = _one_transaction.set(claim.one_transaction)
         try:
             with self.tree_lock.locked(scope, lock_type), guard.installed(claim.fence_guard()):
                 yield
         finally:
+            _one_transaction.reset(token)
             claim.release()
+
+    def run_structural(self, scope: NameIdentifier, work: Callable[[], T], lock_type: LockType = LockType.WRITE) -> T:
+        """`work()` inside structural(scope); once more if it raised NeedsLastingClaim (see the module
+        docstring). A second refusal means the catalog changed its connector twice meanwhile."""
+        for attempt in (1, 2):
+            try:
+                with self.structural(scope, lock_type):
+                    return work()
+            except NeedsLastingClaim:
+                if attempt == 2:
+                    raise errors.ScopeBusy(f"The catalog of {scope} changed while this operation started; "
+                                           "retry it") from None
+        raise AssertionError("unreachable")
 
     @contextmanager
     def local(self, ident: NameIdentifier, lock_type: LockType) -> Iterator[None]:

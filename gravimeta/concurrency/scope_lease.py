@@ -123,6 +123,8 @@ _NO_GATE = _NoGate()
 class LeaseClaim:
     """A granted claim: its row is (path, holder, fence); valid locally until `deadline` (monotonic)."""
 
+    one_transaction = False  # it lasts until released (or stolen, which its fence guard detects)
+
     def __init__(self, backend: LeaseBackend, path: str, holder: str, fence: int, deadline: float):
         self.backend, self.path, self.holder, self.fence = backend, path, holder, fence
         self.deadline = deadline

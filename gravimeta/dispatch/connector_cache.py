@@ -29,6 +29,14 @@ class ConnectorCache:
             self._instances[key] = (signature, connector)
             return connector
 
+    def known_local(self, metalake: str, catalog: str) -> bool:
+        """Whether this process last saw the catalog with a process-local connector (False when it has
+        not seen it). A claim backend may choose by it; the operation checks the connector it really
+        gets (coordinator.require_lasting_claim), so a stale answer costs a retry, never safety."""
+        with self._lock:
+            cached = self._instances.get((metalake, catalog))
+        return cached is not None and cached[1].process_local
+
     def forget(self, metalake: str, catalog: str | None = None) -> list[Connector]:
         """Remove cached connectors of a catalog (or of a whole metalake) after it was dropped or
         renamed, and return them so the caller can close them if the catalog is gone."""

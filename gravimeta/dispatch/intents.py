@@ -11,6 +11,11 @@ payload alone (so a repair in another process can run them):
            `result`) or another operation (a live request answers `already`). A drop that finds the
            object gone deletes nothing and returns None ("dropped: false"), as the store's own drop does.
 
+- direct:  for a process-local connector (Connector.process_local): the store change and the engine call
+           in the caller's ONE write transaction, store first (its errors are the answer), then the
+           engine, whose failure rolls the store change back. No intent is recorded: the engine is a
+           mirror of the store that ends with the process, so there is nothing a repair could find.
+
 Every payload carries the metalake `m`, catalog `c` and `user` besides the operation's own fields.
 """
 
@@ -19,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
+
+from sqlalchemy.orm import Session
 
 from connectors.base import Connector
 from gravimeta import errors
@@ -56,6 +63,7 @@ class Operation:
     engine: Callable[[Connector, Payload], object]
     observe: Callable[[Connector, Payload], str]
     apply: Callable[[EntityStore, Payload], Applied]
+    direct: Callable[[EntityStore, Session, Connector, Payload], Any]
 
 
 def _create_schema(store: EntityStore, p: Payload) -> Applied:
@@ -74,7 +82,10 @@ def _create_table(store: EntityStore, p: Payload) -> Applied:
 
 
 def _rename_engine(connector: Connector, p: Payload) -> None:
-    before, after = table_of(p["before"]), table_of(p["after"])
+    _rename_in_engine(connector, p, table_of(p["before"]), table_of(p["after"]))
+
+
+def _rename_in_engine(connector: Connector, p: Payload, before: Table, after: Table) -> None:
     target = p["new_schema"] or p["schema"]
     if (target, after.name) != (p["schema"], before.name):
         connector.rename_table(p["schema"], before.name, target, after.name)
@@ -112,30 +123,71 @@ def _drop(dropped: bool) -> Applied:
     return (True if dropped else None), None
 
 
+# ---------------------------------------------------------------- direct steps (process-local engines)
+
+def _create_schema_direct(store: EntityStore, s: Session, conn: Connector, p: Payload) -> Schema:
+    schema = schema_of(p["schema"])
+    created = store.create_schema_in(s, p["m"], p["c"], schema, p["user"])
+    conn.create_schema(schema)
+    return created
+
+
+def _drop_schema_direct(store: EntityStore, s: Session, conn: Connector, p: Payload) -> bool | None:
+    if not store.drop_schema_in(s, p["m"], p["c"], p["name"], p["cascade"]):
+        return None
+    conn.drop_schema(p["name"], cascade=True)
+    return True
+
+
+def _create_table_direct(store: EntityStore, s: Session, conn: Connector, p: Payload) -> Table:
+    table = table_of(p["table"])
+    created = store.create_table_in(s, p["m"], p["c"], p["schema"], table, p["user"])
+    conn.create_table(p["schema"], table)
+    return created
+
+
+def _rename_direct(store: EntityStore, s: Session, conn: Connector, p: Payload) -> Table:
+    before, after = store.update_table_in(s, p["m"], p["c"], p["schema"], p["name"], table_mutation(p["changes"]),
+                                          p["user"], new_schema=p["new_schema"])
+    _rename_in_engine(conn, p, before, after)
+    return after
+
+
+def _drop_table_direct(store: EntityStore, s: Session, conn: Connector, p: Payload) -> bool | None:
+    if not store.drop_table_in(s, p["m"], p["c"], p["schema"], p["name"]):
+        return None
+    (conn.purge_table if p["purge"] else conn.drop_table)(p["schema"], p["name"])
+    return True
+
+
 OPERATIONS: dict[str, Operation] = {
     "create_schema": Operation(
         "schema creation",
         lambda conn, p: conn.create_schema(schema_of(p["schema"])),
         lambda conn, p: APPLIED if p["schema"]["name"] in conn.list_schemas() else NOT_APPLIED,
         _create_schema,
+        _create_schema_direct,
     ),
     "drop_schema": Operation(
         "schema drop",
         lambda conn, p: conn.drop_schema(p["name"], cascade=True),
         lambda conn, p: NOT_APPLIED if p["name"] in conn.list_schemas() else APPLIED,
         lambda store, p: _drop(store.drop_schema(p["m"], p["c"], p["name"], cascade=True)),
+        _drop_schema_direct,
     ),
     "create_table": Operation(
         "table creation",
         lambda conn, p: conn.create_table(p["schema"], table_of(p["table"])),
         lambda conn, p: APPLIED if p["table"]["name"] in _tables(conn, p["schema"]) else NOT_APPLIED,
         _create_table,
+        _create_table_direct,
     ),
-    "rename_table": Operation("table rename", _rename_engine, _rename_observe, _rename_apply),
+    "rename_table": Operation("table rename", _rename_engine, _rename_observe, _rename_apply, _rename_direct),
     "drop_table": Operation(
         "table drop",
         lambda conn, p: (conn.purge_table if p["purge"] else conn.drop_table)(p["schema"], p["name"]),
         lambda conn, p: NOT_APPLIED if p["name"] in _tables(conn, p["schema"]) else APPLIED,
         lambda store, p: _drop(store.drop_table(p["m"], p["c"], p["schema"], p["name"])),
+        _drop_table_direct,
     ),
 }

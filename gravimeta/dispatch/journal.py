@@ -13,6 +13,10 @@ leaves it as well. The repair asks the engine what it really has and rolls the s
 (APPLIED) or drops the intent (NOT_APPLIED, once the intent is older than the settle time, so that a
 call still hanging in the engine cannot land after it was undone). It runs before every structural
 operation for the intents under that scope, and for all scopes in `repair_pending()` (`gravimeta repair`).
+
+A catalog whose connector is process-local (the memory provider: its engine only mirrors the store and
+ends with the process) has nothing for a journal to repair: its operations run whole in one store
+transaction, store first, then the mirror (Operation.direct), and never record an intent.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from sqlalchemy import delete
@@ -28,14 +33,13 @@ from sqlalchemy.orm import Session
 
 from connectors.base import Connector
 from gravimeta import errors
-from gravimeta.concurrency.coordinator import Coordinator
+from gravimeta.concurrency.coordinator import Coordinator, require_lasting_claim
 from gravimeta.concurrency.paths import scope_path
-from gravimeta.concurrency.tree_lock import LockType
 from gravimeta.dispatch.connector_cache import ConnectorCache
 from gravimeta.dispatch.guarded import catalog_in_use_in
 from gravimeta.dispatch.intents import APPLIED, NOT_APPLIED, OPERATIONS, Applied, Payload
 from gravimeta.entities import NameIdentifier
-from gravimeta.store import EntityStore
+from gravimeta.store import EntityStore, guard
 from gravimeta.store.journal import STUCK, Intent, OperationJournal, operation_journal
 
 log = logging.getLogger(__name__)
@@ -45,6 +49,16 @@ log = logging.getLogger(__name__)
 DEFAULT_SETTLE_S = 30.0
 #: store errors that mean a roll-forward cannot be applied as journalled (a human must look)
 _UNAPPLIABLE = (errors.NotFound, errors.AlreadyExists, errors.IllegalArgument, errors.NonEmpty)
+
+
+@dataclass
+class _FirstStep:
+    """What the first store transaction of an operation did."""
+
+    connector: Connector = field(default=None)  # type: ignore[assignment]  # set by its prelude
+    intent: Intent | None = None  # journalled: the intent it recorded (None: nothing to do)
+    left_open: list[Intent] = field(default_factory=list)  # open intents it found instead
+    result: Any = None  # process-local: the operation's answer (it ran whole)
 
 
 class Reconciler:
@@ -61,12 +75,14 @@ class Reconciler:
     def run(self, scope: NameIdentifier, m: str, c: str, operation: str, payload: Payload,
             check: Callable[[Session], dict[str, Any] | None],
             refuse: Callable[[Connector], None] | None = None) -> Any:
-        """Intent, engine, store; call inside coordinator.structural(scope). None when there was nothing
-        to do: `check` found nothing, or the drop found the object already gone from the store.
-        `refuse(connector)` may reject the request for what the catalog's connector cannot do."""
-        connector, intent = self._record(scope_path(scope), m, c, operation, payload, check, refuse)
-        if intent is None:
-            return None
+        """Intent, engine, store (or, for a process-local connector, the whole operation in one store
+        transaction: Operation.direct); call inside coordinator.run_structural(scope). None when there
+        was nothing to do: `check` found nothing, or the drop found the object already gone from the
+        store. `refuse(connector)` may reject the request for what the catalog's connector cannot do."""
+        first = self._first_step(scope_path(scope), m, c, operation, payload, check, refuse)
+        if first.intent is None:
+            return first.result
+        connector, intent = first.connector, first.intent
         op = OPERATIONS[operation]
         try:
             op.engine(connector, intent.payload)
@@ -108,41 +124,52 @@ class Reconciler:
 
         return self.store.write(work)
 
-    def _record(self, path: str, m: str, c: str, operation: str, payload: Payload,
-                check: Callable[[Session], dict[str, Any] | None],
-                refuse: Callable[[Connector], None] | None) -> tuple[Connector, Intent | None]:
-        """The intent step, in ONE store transaction: check that the metalake and catalog are in use,
-        pick the catalog's connector, look for intents that earlier operations left open under `path`
-        (these reads come before the claim's fence check), run the store's `check` and record the
-        intent. Open intents come first (the next claimant's duty): the transaction then ends without
-        writing anything, they are repaired, and the step runs once more without looking again (what
-        stays open, e.g. an unreachable engine, does not block the operation; the request that
-        follows will try again)."""
-        connector, intent, left_open = self._intent_step(path, m, c, operation, payload, check, refuse, True)
-        if left_open:
-            self._repair_all(left_open)
-            connector, intent, _ = self._intent_step(path, m, c, operation, payload, check, refuse, False)
-        return connector, intent
+    def _first_step(self, path: str, m: str, c: str, operation: str, payload: Payload,
+                    check: Callable[[Session], dict[str, Any] | None],
+                    refuse: Callable[[Connector], None] | None) -> _FirstStep:
+        """The operation's first store transaction. Intents that earlier operations left open under
+        `path` come first (the next claimant's duty): the transaction then ends without writing
+        anything, they are repaired, and it runs once more without looking again (what stays open,
+        e.g. an unreachable engine, does not block the operation; the request that follows will try
+        again)."""
+        first = self._try_first_step(path, m, c, operation, payload, check, refuse, True)
+        if first.left_open:
+            self._repair_all(first.left_open)
+            first = self._try_first_step(path, m, c, operation, payload, check, refuse, False)
+        return first
 
-    def _intent_step(self, path: str, m: str, c: str, operation: str, payload: Payload,
-                     check: Callable[[Session], dict[str, Any] | None],
-                     refuse: Callable[[Connector], None] | None,
-                     look_for_open: bool) -> tuple[Connector, Intent | None, list[Intent]]:
-        """One try of the intent step: (connector, intent, the open intents found instead)."""
-        found: dict[str, Any] = {"open": []}
+    def _try_first_step(self, path: str, m: str, c: str, operation: str, payload: Payload,
+                        check: Callable[[Session], dict[str, Any] | None],
+                        refuse: Callable[[Connector], None] | None, look_for_open: bool) -> _FirstStep:
+        """ONE store transaction: check that the metalake and catalog are in use and pick the catalog's
+        connector (reads that run before the claim's fence check, EntityStore.write's prelude). Then,
+        for a process-local connector, the whole operation (Operation.direct: no journal, and the
+        claim may end with this transaction). For any other connector, the intent step: look for open
+        intents under `path` (first, in the prelude), run the store's `check` and record the intent.
+        That needs a claim that lasts across transactions (coordinator.require_lasting_claim)."""
+        first = _FirstStep()
 
-        def look(s: Session) -> None:  # reads only: they run before the claim's guard locks its row
-            found["connector"] = connector = self.connectors.for_catalog(catalog_in_use_in(s, m, c))
+        def look(s: Session) -> None:
+            first.connector = connector = self.connectors.for_catalog(catalog_in_use_in(s, m, c))
             if refuse is not None:
                 refuse(connector)
+            if connector.process_local:
+                return
+            require_lasting_claim()
             if look_for_open:
-                found["open"] = self.journal.pending_in(s, path, self.settle_ms)
+                first.left_open = self.journal.pending_in(s, path, self.settle_ms)
 
-        def checked(s: Session) -> dict[str, Any] | None:
-            return None if found["open"] else check(s)
+        def work(s: Session) -> None:
+            if first.connector.process_local:
+                first.result = OPERATIONS[operation].direct(self.store, s, first.connector, payload)
+            elif not first.left_open:
+                extra = check(s)
+                if extra is not None:
+                    first.intent = self.journal.insert_in(s, path, operation, {**payload, **extra})
 
-        intent = self.journal.record(path, operation, payload, checked, prelude=look)
-        return found["connector"], intent, found["open"]
+        with guard.last_write(lambda: first.connector.process_local):
+            self.store.write(work, prelude=look)
+        return first
 
     # ------------------------------------------------------------------ repair
 
@@ -154,8 +181,8 @@ class Reconciler:
         for path in sorted({i.scope_path for i in self.journal.pending()}):
             scope = NameIdentifier(tuple(path.strip("/").split("/")))
             try:
-                with self.coordinator.structural(scope, LockType.WRITE):
-                    outcomes += self._repair_all(self.journal.pending(path, settle_ms))
+                outcomes += self.coordinator.run_structural(
+                    scope, lambda p=path: self._repair_all(self.journal.pending(p, settle_ms)))  # type: ignore[misc]
             except (errors.ScopeBusy, errors.FenceLost) as exc:
                 log.warning("journal repair of %s deferred: %s", path, exc.message)
                 outcomes["deferred"] += 1
@@ -173,8 +200,11 @@ class Reconciler:
                         p["m"], p["c"])
             self.journal.discard(intent.id)
             return "discarded"
+        connector = self.connectors.for_catalog(catalog)
+        if not connector.process_local:
+            require_lasting_claim()  # observe, then apply: two steps the claim must cover together
         try:
-            seen = op.observe(self.connectors.for_catalog(catalog), p)
+            seen = op.observe(connector, p)
         except errors.GravitinoError as exc:
             self.journal.note(intent.id, f"engine not observable: {exc.message}")
             return "unreachable"

@@ -35,12 +35,11 @@ class SchemaDispatcher:
 
     def create(self, m: str, c: str, schema: Schema, user: str) -> Schema:
         scope = NameIdentifier.of(m, c)
-        with self.coordinator.structural(scope, LockType.WRITE):
-            created: Schema = self.reconciler.run(
-                scope, m, c, "create_schema", {"m": m, "c": c, "user": user, "schema": to_json(schema)},
-                lambda s: pre.schema_creatable(self.store, s, m, c, schema.name),
-            )
-            return created
+        created: Schema = self.coordinator.run_structural(scope, lambda: self.reconciler.run(
+            scope, m, c, "create_schema", {"m": m, "c": c, "user": user, "schema": to_json(schema)},
+            lambda s: pre.schema_creatable(self.store, s, m, c, schema.name),
+        ))
+        return created
 
     def alter(self, m: str, c: str, name: str, changes: Changes, user: str) -> Schema:
         with self.coordinator.local(NameIdentifier.of(m, c, name), LockType.WRITE):
@@ -51,9 +50,8 @@ class SchemaDispatcher:
         """Engine first (with cascade: the store decided emptiness), then the store; False when the
         store has no such schema (the engine is not asked)."""
         scope = NameIdentifier.of(m, c)
-        with self.coordinator.structural(scope, LockType.WRITE):
-            dropped = self.reconciler.run(
-                scope, m, c, "drop_schema", {"m": m, "c": c, "user": "", "name": name},
-                lambda s: pre.schema_droppable(self.store, s, m, c, name, cascade),
-            )
-            return dropped is not None
+        dropped = self.coordinator.run_structural(scope, lambda: self.reconciler.run(
+            scope, m, c, "drop_schema", {"m": m, "c": c, "user": "", "name": name, "cascade": cascade},
+            lambda s: pre.schema_droppable(self.store, s, m, c, name, cascade),
+        ))
+        return dropped is not None

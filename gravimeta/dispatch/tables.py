@@ -45,12 +45,11 @@ class TableDispatcher:
     def create(self, m: str, c: str, s: str, table: Table, user: str) -> Table:
         validate_table(table)
         scope = NameIdentifier.of(m, c, s)
-        with self.coordinator.structural(scope, LockType.WRITE):
-            created: Table = self.reconciler.run(
-                scope, m, c, "create_table", {"m": m, "c": c, "user": user, "schema": s, "table": to_json(table)},
-                lambda session: pre.table_creatable(self.store, session, m, c, s, table.name),
-            )
-            return created
+        created: Table = self.coordinator.run_structural(scope, lambda: self.reconciler.run(
+            scope, m, c, "create_table", {"m": m, "c": c, "user": user, "schema": s, "table": to_json(table)},
+            lambda session: pre.table_creatable(self.store, session, m, c, s, table.name),
+        ))
+        return created
 
     def alter(self, m: str, c: str, s: str, name: str, changes: Changes, user: str) -> Table:
         mutate = table_mutation(changes)
@@ -63,26 +62,27 @@ class TableDispatcher:
         new_schema = target_schema(changes)
         moving = new_schema is not None and new_schema != s
         scope = NameIdentifier.of(m, c) if moving else NameIdentifier.of(m, c, s)
-        with self.coordinator.structural(scope, LockType.WRITE):
-            def check(session: Session) -> dict[str, object]:
-                before, after = pre.table_renamable(self.store, session, m, c, s, name, mutate, new_schema)
-                return {"before": to_json(before), "after": to_json(after)}
 
-            payload = {"m": m, "c": c, "user": user, "schema": s, "name": name, "new_schema": new_schema,
-                       "changes": changes}
-            renamed: Table = self.reconciler.run(scope, m, c, "rename_table", payload, check)
-            return renamed
+        def check(session: Session) -> dict[str, object]:
+            before, after = pre.table_renamable(self.store, session, m, c, s, name, mutate, new_schema)
+            return {"before": to_json(before), "after": to_json(after)}
+
+        payload = {"m": m, "c": c, "user": user, "schema": s, "name": name, "new_schema": new_schema,
+                   "changes": changes}
+        renamed: Table = self.coordinator.run_structural(
+            scope, lambda: self.reconciler.run(scope, m, c, "rename_table", payload, check))
+        return renamed
 
     def drop(self, m: str, c: str, s: str, name: str, purge: bool = False) -> bool:
         """Engine first, then the store; False when the store has no such table (the engine is not asked)."""
         scope = NameIdentifier.of(m, c, s)
-        with self.coordinator.structural(scope, LockType.WRITE):
-            def refuse(connector: Connector) -> None:
-                if purge and not connector.supports_purge:
-                    raise errors.UnsupportedOperation(f"Catalog {m}.{c} does not support purging tables")
 
-            dropped = self.reconciler.run(
-                scope, m, c, "drop_table", {"m": m, "c": c, "user": "", "schema": s, "name": name, "purge": purge},
-                lambda session: pre.table_droppable(self.store, session, m, c, s, name), refuse,
-            )
-            return dropped is not None
+        def refuse(connector: Connector) -> None:
+            if purge and not connector.supports_purge:
+                raise errors.UnsupportedOperation(f"Catalog {m}.{c} does not support purging tables")
+
+        dropped = self.coordinator.run_structural(scope, lambda: self.reconciler.run(
+            scope, m, c, "drop_table", {"m": m, "c": c, "user": "", "schema": s, "name": name, "purge": purge},
+            lambda session: pre.table_droppable(self.store, session, m, c, s, name), refuse,
+        ))
+        return dropped is not None

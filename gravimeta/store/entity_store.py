@@ -346,18 +346,19 @@ class EntityStore:
             return convert.schema_of(self.schema_row(s, m, c, sc))
 
     def create_schema(self, m: str, c: str, schema: Schema, user: str) -> Schema:
-        def work(s: Session) -> Schema:
-            catalog = self.catalog_row(s, m, c, lock="share")
-            row = SchemaRow(
-                catalog_id=catalog.id, name=schema.name, comment=schema.comment,
-                properties=schema.properties, version=1,
-            )
-            convert.set_audit(row, Audit(user, now_iso()))
-            s.add(row)
-            _flush_unique(s, errors.SchemaAlreadyExists(f"Schema {m}.{c}.{schema.name} already exists"))
-            return convert.schema_of(row)
+        return self.write(lambda s: self.create_schema_in(s, m, c, schema, user))
 
-        return self.write(work)
+    def create_schema_in(self, s: Session, m: str, c: str, schema: Schema, user: str) -> Schema:
+        """create_schema inside the caller's write transaction."""
+        catalog = self.catalog_row(s, m, c, lock="share")
+        row = SchemaRow(
+            catalog_id=catalog.id, name=schema.name, comment=schema.comment,
+            properties=schema.properties, version=1,
+        )
+        convert.set_audit(row, Audit(user, now_iso()))
+        s.add(row)
+        _flush_unique(s, errors.SchemaAlreadyExists(f"Schema {m}.{c}.{schema.name} already exists"))
+        return convert.schema_of(row)
 
     def update_schema(self, m: str, c: str, sc: str, mutate: Mutation[Schema], user: str) -> tuple[Schema, Schema]:
         def work(s: Session) -> tuple[Schema, Schema]:
@@ -388,14 +389,15 @@ class EntityStore:
         return row
 
     def drop_schema(self, m: str, c: str, sc: str, cascade: bool) -> bool:
-        def work(s: Session) -> bool:
-            row = self.schema_to_drop(s, m, c, sc, cascade)
-            if row is None:
-                return False
-            _delete_schemas(s, select(SchemaRow.id).where(SchemaRow.id == row.id))
-            return True
+        return self.write(lambda s: self.drop_schema_in(s, m, c, sc, cascade))
 
-        return self.write(work)
+    def drop_schema_in(self, s: Session, m: str, c: str, sc: str, cascade: bool) -> bool:
+        """drop_schema inside the caller's write transaction."""
+        row = self.schema_to_drop(s, m, c, sc, cascade)
+        if row is None:
+            return False
+        _delete_schemas(s, select(SchemaRow.id).where(SchemaRow.id == row.id))
+        return True
 
     # ----------------------------------------------------------------- tables
 
@@ -438,45 +440,49 @@ class EntityStore:
         ])
 
     def create_table(self, m: str, c: str, sc: str, table: Table, user: str) -> Table:
-        def work(s: Session) -> Table:
-            schema = self.schema_row(s, m, c, sc, lock="share")
-            row = TableRow(
-                schema_id=schema.id, name=table.name, comment=table.comment, properties=table.properties,
-                partitioning=table.partitioning, distribution=table.distribution,
-                sort_orders=table.sort_orders, indexes=table.indexes, version=1,
-            )
-            convert.set_audit(row, Audit(user, now_iso()))
-            s.add(row)
-            _flush_unique(s, errors.TableAlreadyExists(f"Table {m}.{c}.{sc}.{table.name} already exists"))
-            return convert.table_of(row, _write_columns(s, row.id, table.columns))
+        return self.write(lambda s: self.create_table_in(s, m, c, sc, table, user))
 
-        return self.write(work)
+    def create_table_in(self, s: Session, m: str, c: str, sc: str, table: Table, user: str) -> Table:
+        """create_table inside the caller's write transaction."""
+        schema = self.schema_row(s, m, c, sc, lock="share")
+        row = TableRow(
+            schema_id=schema.id, name=table.name, comment=table.comment, properties=table.properties,
+            partitioning=table.partitioning, distribution=table.distribution,
+            sort_orders=table.sort_orders, indexes=table.indexes, version=1,
+        )
+        convert.set_audit(row, Audit(user, now_iso()))
+        s.add(row)
+        _flush_unique(s, errors.TableAlreadyExists(f"Table {m}.{c}.{sc}.{table.name} already exists"))
+        return convert.table_of(row, _write_columns(s, row.id, table.columns))
 
     def update_table(
         self, m: str, c: str, sc: str, t: str, mutate: Mutation[Table], user: str, new_schema: str | None = None
     ) -> tuple[Table, Table]:
         """Apply `mutate` to the locked table row; `new_schema` moves it to a sibling schema."""
+        return self.write(lambda s: self.update_table_in(s, m, c, sc, t, mutate, user, new_schema))
 
-        def work(s: Session) -> tuple[Table, Table]:
-            row = self.table_row(s, m, c, sc, t, lock="update")
-            before = convert.table_of(row, self.columns_of(s, row.id))
-            after = mutate(copy.deepcopy(before))
-            if new_schema is not None and new_schema != sc:
-                row.schema_id = self.schema_row(s, m, c, new_schema, lock="share").id
-            row.name, row.comment, row.properties = after.name, after.comment, after.properties
-            row.partitioning, row.distribution = after.partitioning, after.distribution
-            row.sort_orders, row.indexes = after.sort_orders, after.indexes
-            _touch(row, user)
-            target = f"{m}.{c}.{new_schema or sc}.{after.name}"
-            _flush_unique(s, errors.TableAlreadyExists(f"Table {target} already exists"))
-            columns = after.columns  # equal to the stored ones unless rewritten below
-            if after.columns != before.columns:
-                s.execute(delete(ColumnRow).where(ColumnRow.table_id == row.id))
-                s.flush()
-                columns = _write_columns(s, row.id, after.columns)
-            return before, convert.table_of(row, columns)
-
-        return self.write(work)
+    def update_table_in(
+        self, s: Session, m: str, c: str, sc: str, t: str, mutate: Mutation[Table], user: str,
+        new_schema: str | None = None,
+    ) -> tuple[Table, Table]:
+        """update_table inside the caller's write transaction."""
+        row = self.table_row(s, m, c, sc, t, lock="update")
+        before = convert.table_of(row, self.columns_of(s, row.id))
+        after = mutate(copy.deepcopy(before))
+        if new_schema is not None and new_schema != sc:
+            row.schema_id = self.schema_row(s, m, c, new_schema, lock="share").id
+        row.name, row.comment, row.properties = after.name, after.comment, after.properties
+        row.partitioning, row.distribution = after.partitioning, after.distribution
+        row.sort_orders, row.indexes = after.sort_orders, after.indexes
+        _touch(row, user)
+        target = f"{m}.{c}.{new_schema or sc}.{after.name}"
+        _flush_unique(s, errors.TableAlreadyExists(f"Table {target} already exists"))
+        columns = after.columns  # equal to the stored ones unless rewritten below
+        if after.columns != before.columns:
+            s.execute(delete(ColumnRow).where(ColumnRow.table_id == row.id))
+            s.flush()
+            columns = _write_columns(s, row.id, after.columns)
+        return before, convert.table_of(row, columns)
 
     def table_to_drop(self, s: Session, m: str, c: str, sc: str, t: str) -> TableRow | None:
         """The table row a drop would delete, locked FOR UPDATE under its schema (FOR SHARE); None when
@@ -488,14 +494,15 @@ class EntityStore:
         return s.scalar(select(TableRow).where(TableRow.schema_id == schema.id, TableRow.name == t).with_for_update())
 
     def drop_table(self, m: str, c: str, sc: str, t: str) -> bool:
-        def work(s: Session) -> bool:
-            row = self.table_to_drop(s, m, c, sc, t)
-            if row is None:
-                return False
-            _delete_table_ids(s, [row.id])  # table_to_drop locked the row already
-            return True
+        return self.write(lambda s: self.drop_table_in(s, m, c, sc, t))
 
-        return self.write(work)
+    def drop_table_in(self, s: Session, m: str, c: str, sc: str, t: str) -> bool:
+        """drop_table inside the caller's write transaction."""
+        row = self.table_to_drop(s, m, c, sc, t)
+        if row is None:
+            return False
+        _delete_table_ids(s, [row.id])  # table_to_drop locked the row already
+        return True
 
 
 # --------------------------------------------------------------------- helpers

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 WriteGuard = Callable[[Session], None]
 
 _current: ContextVar[WriteGuard | None] = ContextVar("gravimeta_write_guard", default=None)
-_last: ContextVar[bool] = ContextVar("gravimeta_last_write", default=False)
+_last: ContextVar[Callable[[], bool] | None] = ContextVar("gravimeta_last_write", default=None)
 
 
 def current_guard() -> WriteGuard | None:
@@ -39,13 +39,16 @@ def installed(guard: WriteGuard | None) -> Iterator[None]:
 
 def in_last_write() -> bool:
     """Whether the store write now running is the operation's last one."""
-    return _last.get()
+    when = _last.get()
+    return when is not None and when()
 
 
 @contextmanager
-def last_write() -> Iterator[None]:
-    """Mark the store write inside this block as the operation's last one (exactly one write)."""
-    token = _last.set(True)
+def last_write(when: Callable[[], bool] = lambda: True) -> Iterator[None]:
+    """Mark the store write inside this block as the operation's last one (exactly one write).
+    `when` is asked as the guard runs, after the write's prelude: a prelude may find out that this
+    transaction is the whole operation (a process-local connector, gravimeta/dispatch/journal.py)."""
+    token = _last.set(when)
     try:
         yield
     finally:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, cast
@@ -76,28 +76,15 @@ class OperationJournal:
         self.store = store
         self.dialect = dialect_of(store.engine)
 
-    def record(
-        self, scope_path: str, operation: str, payload: dict[str, Any], check: Callable[[Session], dict[str, Any] | None],
-        prelude: Callable[[Session], object] | None = None,
-    ) -> Intent | None:
-        """In one store transaction: run `prelude` (lock-free reads, before the guard: EntityStore.write),
-        then `check` (the store-side preconditions; it raises the store's error or returns None when
-        there is nothing to do) and insert the intent with `payload` plus what `check` returned."""
-
-        def work(s: Session) -> Intent | None:
-            extra = check(s)
-            if extra is None:
-                return None
-            full = {**payload, **extra}
-            result = cast(CursorResult[Any], s.execute(insert(operation_journal).values(
-                scope_path=scope_path, operation=operation, payload=json.dumps(full), state=PENDING,
-                holder=this_process(), created_at=db_now(self.dialect),
-            )))
-            key = result.inserted_primary_key
-            assert key is not None, "an INSERT always reports its primary key"
-            return Intent(int(key[0]), scope_path, operation, full)
-
-        return self.store.write(work, prelude)
+    def insert_in(self, s: Session, scope_path: str, operation: str, payload: dict[str, Any]) -> Intent:
+        """Record an intent inside the caller's write transaction (the one that checked the store)."""
+        result = cast(CursorResult[Any], s.execute(insert(operation_journal).values(
+            scope_path=scope_path, operation=operation, payload=json.dumps(payload), state=PENDING,
+            holder=this_process(), created_at=db_now(self.dialect),
+        )))
+        key = result.inserted_primary_key
+        assert key is not None, "an INSERT always reports its primary key"
+        return Intent(int(key[0]), scope_path, operation, payload)
 
     @contextmanager
     def finishing(self, intent_id: int, last: bool = False) -> Iterator[None]:

@@ -20,7 +20,10 @@ COLUMNS = [{"name": "id", "type": "integer", "comment": None, "nullable": True, 
 
 
 class Hooked(MemoryConnector):
-    """A memory connector that runs `before_create()` once, before its next create call."""
+    """A memory connector that runs `before_create()` once, before its next create call. It stands for
+    an external engine (not process-local), so its operations are journalled as theirs are."""
+
+    process_local = False
 
     before_create: Callable[[], object] | None = None
 
