@@ -12,17 +12,22 @@ unrelated scopes contend, never let related ones run together.
 
 `pg_try_advisory_xact_lock*` never blocks; a lock that is not free is retried with backoff, inside the
 same transaction, until the claim timeout, then ScopeBusy (the transaction rolls back and frees what
-it took). The guard then checks gm_scope_lease for a live claim on a related path, and the lease
-backend takes the same advisory locks inside its claim transaction on PostgreSQL (LeaseBackend's
-advisory_plan, given lock_plan), so replicas or operations that use different backends on one
-database still exclude each other.
+it took). Once it has the locks, the guard checks gm_scope_lease for a live claim on a related path,
+and the lease backend takes the same advisory locks inside its claim transaction on PostgreSQL
+(LeaseBackend's advisory_plan, given lock_plan), so replicas or operations that use different
+backends on one database still exclude each other. Locks and check are one call of the database
+function gm_advisory_claim (alembic revision 0006), which runs the check after the locks with a fresh
+snapshot: one round trip per guarded transaction.
 
 SOUND ONLY for operations whose cross-node state change is a single store write transaction: the
 protection ends at that commit. That holds for every metalake-level and catalog-level structural
-operation (create/rename/drop of metalakes and catalogs: one store transaction plus process-local
-connector-cache work). Schema and table operations run through the operation journal (intent
-transaction, engine call, apply transaction) for every connector, so the protection would end between
-them; AutoBackend gives them the lease (bootstrap.py wires both PG_ADVISORY and AUTO that way).
+operation (one store transaction plus process-local connector-cache work) and for schema and table
+operations in a catalog whose connector is process-local (memory: they run whole in one store
+transaction, gravimeta/dispatch/journal.py). Schema and table operations of any other catalog run
+through the operation journal (intent transaction, engine call, apply transaction), so the protection
+would end between them: AutoBackend gives them the lease (bootstrap.py wires both PG_ADVISORY and AUTO
+that way), and an operation that finds it needs the journal under an advisory claim refuses to start
+(coordinator.require_lasting_claim) and is retried under the lease.
 """
 
 from __future__ import annotations
@@ -31,14 +36,12 @@ import hashlib
 import time
 from collections.abc import Callable
 
-from sqlalchemy import func, select
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from gravimeta import errors
 from gravimeta.concurrency import metrics, paths
-from gravimeta.concurrency.db_clock import db_now
 from gravimeta.concurrency.scope_lease import LeaseBackend, LeaseClaim, _Backoff
-from gravimeta.concurrency.tables import scope_lease
 from gravimeta.entities import NameIdentifier
 from gravimeta.store.guard import WriteGuard
 
@@ -53,28 +56,26 @@ def lock_plan(path: str) -> list[tuple[int, bool]]:
     return [(advisory_key(a), False) for a in paths.ancestors(path)] + [(advisory_key(path), True)]
 
 
-def _try_locks(execute: Callable[..., object], plan: list[tuple[int, bool]]) -> list[tuple[int, bool]]:
-    """Try every lock in one statement; return the ones not obtained."""
-    columns = [
-        (func.pg_try_advisory_xact_lock(key) if exclusive else func.pg_try_advisory_xact_lock_shared(key)).label(f"l{i}")
-        for i, (key, exclusive) in enumerate(plan)
-    ]
-    got = execute(select(*columns)).one()  # type: ignore[attr-defined]
-    return [lock for lock, ok in zip(plan, got, strict=True) if not ok]
+# The guard's one call (alembic/versions/0006_pg_advisory_function.py): the locks, then the lease check.
+_ADVISORY_CLAIM = text(
+    "SELECT gm_advisory_claim(CAST(:shared AS bigint[]), CAST(:exclusive AS bigint), "
+    "CAST(:related AS text[]), CAST(:descendants AS text))"
+)
 
 
-def live_related_lease(session: Session, path: str) -> bool:
-    lease = scope_lease.c
-    rows = session.execute(
-        select(lease.scope_path).where(
-            paths.related_in_sql(lease.scope_path, path),
-            lease.lease_expires_at > db_now("postgresql"),
-        )
-    ).scalars().all()
-    return any(paths.related(p, path) for p in rows)
+def claim_arguments(path: str) -> dict[str, object]:
+    """gm_advisory_claim's arguments for a claim on `path` (its locks as lock_plan gives them)."""
+    plan = lock_plan(path)
+    (exclusive,) = [key for key, is_exclusive in plan if is_exclusive]
+    return {
+        "shared": [key for key, is_exclusive in plan if not is_exclusive], "exclusive": exclusive,
+        "related": [path, *paths.ancestors(path)], "descendants": paths.descendant_pattern(path),
+    }
 
 
 class AdvisoryClaim:
+    one_transaction = True  # the locks end with each guarded transaction's commit
+
     def __init__(self, backend: AdvisoryBackend, path: str):
         self.backend, self.path = backend, path
 
@@ -84,11 +85,9 @@ class AdvisoryClaim:
     def _lock(self, session: Session) -> None:
         started = time.monotonic()
         deadline = started + self.backend.timeout_ms / 1000
-        pending, backoff, waited = lock_plan(self.path), _Backoff(), False
+        arguments, backoff, waited = claim_arguments(self.path), _Backoff(), False
         while True:
-            if pending:
-                pending = _try_locks(session.execute, pending)
-            if not pending and not live_related_lease(session, self.path):
+            if session.execute(_ADVISORY_CLAIM, arguments).scalar_one() == "granted":
                 metrics.claim_acquire_seconds.labels(self.backend.name).observe(time.monotonic() - started)
                 return
             if not waited:
@@ -118,8 +117,8 @@ class AdvisoryBackend:
 
 class AutoBackend:
     """AUTO on PostgreSQL: the advisory fast path where it is sound (see the module docstring), the
-    lease table elsewhere. `catalog_is_local(metalake, catalog)` says whether a catalog's connector
-    keeps no state outside this process."""
+    lease table elsewhere. `catalog_is_local(metalake, catalog)` says whether a catalog's schema and
+    table operations run in one store transaction (a process-local connector, as last seen here)."""
 
     name = "AUTO"
 
@@ -130,11 +129,7 @@ class AutoBackend:
     def backend_for(self, scope: NameIdentifier) -> AdvisoryBackend | LeaseBackend:
         if len(scope.levels) < 2:
             return self.advisory
-        try:
-            local = self.catalog_is_local(scope.levels[0], scope.levels[1])
-        except errors.NotFound:
-            local = True  # the operation will fail on the missing parent anyway; nothing external to protect
-        return self.advisory if local else self.lease
+        return self.advisory if self.catalog_is_local(scope.levels[0], scope.levels[1]) else self.lease
 
     def claim(self, scope: NameIdentifier) -> AdvisoryClaim | LeaseClaim:
         return self.backend_for(scope).claim(scope)

@@ -133,3 +133,37 @@ def test_a_database_at_0004_upgrades_to_the_waiter_line_and_back(empty_url, engi
 
 def _claim_function_arities(conn) -> list[int]:
     return sorted(conn.execute(text("SELECT pronargs FROM pg_proc WHERE proname = 'gm_claim_scope'")).scalars())
+
+
+def test_a_database_at_0005_upgrades_to_the_advisory_function_and_back(empty_url, engine_of):
+    """Revision 0006 adds gm_advisory_claim on PostgreSQL (nothing elsewhere); a downgrade removes it."""
+    from alembic import command
+
+    from gravimeta.store.migrations import alembic_config
+
+    engine = engine_of(empty_url)
+    upgrade(engine, "0005")
+    upgrade(engine)
+    assert current_revision(engine) == head_revision()
+    postgres = engine.dialect.name == "postgresql"
+    with engine.connect() as conn:
+        if postgres:
+            assert _advisory_function_count(conn) == 1
+            granted = conn.execute(text(
+                "SELECT gm_advisory_claim(ARRAY[]::bigint[], 42, ARRAY['/']::text[], '/%')")).scalar_one()
+            assert granted == "granted"
+
+    config = alembic_config(engine)
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0005")
+    assert current_revision(engine) == "0005"
+    if postgres:
+        with engine.connect() as conn:
+            assert _advisory_function_count(conn) == 0
+    upgrade(engine)
+    assert current_revision(engine) == head_revision()
+
+
+def _advisory_function_count(conn) -> int:
+    return int(conn.execute(text("SELECT count(*) FROM pg_proc WHERE proname = 'gm_advisory_claim'")).scalar_one())
