@@ -1,7 +1,10 @@
 """Round trips to PostgreSQL per request, counted on the wire (libpq's protocol trace), in one process
 through the Flask test client: what every pool checkout, BEGIN, statement and COMMIT costs a request.
 
-    .venv/bin/python bench/round_trips.py [--modes off,LEASE_TABLE,PG_ADVISORY] [--verbose]
+    .venv/bin/python bench/round_trips.py [--modes off,LEASE_TABLE,PG_ADVISORY] [--provider memory|sqlite] [--verbose]
+
+`--provider`: the catalog's connector. `memory` (process-local) runs each structural request in one store
+transaction; `sqlite` (a real catalog file in a temporary directory) is journalled: intent, engine, apply.
 
 A round trip is one Sync (extended protocol: a parameterized statement) or one Query (simple protocol:
 BEGIN, COMMIT, ROLLBACK, SET, DEALLOCATE); a statement is one Bind (one execution of a parameterized
@@ -28,6 +31,7 @@ from sqlalchemy import event
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from connectors.sqlite_catalog import ROOT_ENV as SQLITE_ROOT_ENV  # noqa: E402
 from gravimeta.app import create_app  # noqa: E402
 from gravimeta.config import load_settings  # noqa: E402
 from tests.support.databases import fresh_database  # noqa: E402
@@ -46,7 +50,7 @@ def rename_body(new_name: str) -> dict[str, Any]:
     return {"updates": [{"@type": "rename", "newName": new_name}]}
 
 
-def measure_mode(mode: str, verbose: bool) -> None:
+def measure_mode(mode: str, verbose: bool, provider: str = "memory") -> None:
     with fresh_database("postgresql", Path(tempfile.mkdtemp())) as url, \
             tempfile.NamedTemporaryFile("w+", suffix=".trace") as trace:
         settings = load_settings(environ={}, store_url=url, distributed_lock_enabled=mode != "off",
@@ -66,8 +70,9 @@ def measure_mode(mode: str, verbose: bool) -> None:
             assert response.status_code < 300, (method, path, response.status_code, response.get_data(True))
 
         ok("POST", BASE, {"name": "m", "comment": "", "properties": {}})
-        ok("POST", f"{BASE}/m/catalogs", {"name": "c", "type": "RELATIONAL", "provider": "memory", "comment": "",
-                                          "properties": {}})
+        properties = {"path": f"c_{mode}.db"} if provider == "sqlite" else {}  # a fresh file per mode
+        ok("POST", f"{BASE}/m/catalogs", {"name": "c", "type": "RELATIONAL", "provider": provider, "comment": "",
+                                          "properties": properties})
         ok("POST", f"{BASE}/m/catalogs/c/schemas", {"name": "s", "comment": "", "properties": {}})
         ok("POST", TABLES, table_body("t0", columns=10))
         ok("GET", f"{TABLES}/t0")  # warm-up: connections, statement caches
@@ -84,7 +89,7 @@ def measure_mode(mode: str, verbose: bool) -> None:
         for i in range(100, 100 + WARM_UP):  # psycopg prepares a statement on its 5th execution
             for _label, request in requests:
                 request(i)
-        print(f"## {mode}")
+        print(f"## {mode} ({provider} catalog)")
         for label, request in requests:
             trace.flush()
             start = os.path.getsize(trace.name)
@@ -130,10 +135,12 @@ def _structural_cpu_ms(create: Callable[[int], None], drop: Callable[[int], None
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--modes", default="off,LEASE_TABLE,PG_ADVISORY")
+    parser.add_argument("--provider", default="memory", choices=["memory", "sqlite"])
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
+    os.environ.setdefault(SQLITE_ROOT_ENV, tempfile.mkdtemp(prefix="gm-bench-sqlite-"))
     for mode in args.modes.split(","):
-        measure_mode(mode, args.verbose)
+        measure_mode(mode, args.verbose, args.provider)
 
 
 if __name__ == "__main__":
