@@ -18,7 +18,7 @@ from gravimeta.concurrency.tree_lock import TreeLock
 from gravimeta.config import Settings, load_settings
 from gravimeta.dispatch import Dispatchers
 from gravimeta.dispatch.catalogs import CatalogDispatcher
-from gravimeta.dispatch.connector_cache import ConnectorCache
+from gravimeta.dispatch.connector_cache import ConnectorCache, catalog_locality
 from gravimeta.dispatch.journal import Reconciler
 from gravimeta.dispatch.metalakes import MetalakeDispatcher
 from gravimeta.dispatch.schemas import SchemaDispatcher
@@ -46,7 +46,7 @@ def build_services(settings: Settings, registry: ConnectorRegistry | None = None
     check_schema(engine)
     store = EntityStore(engine, on_snapshot=metrics.snapshot_reads.inc)
     connectors = ConnectorCache(registry or ConnectorRegistry())
-    distributed = start_distributed_lock(settings, engine, connectors.known_local)
+    distributed = start_distributed_lock(settings, engine, catalog_locality(connectors, store.get_catalog))
     coordinator = Coordinator(TreeLock(), distributed.claims, distributed)
     reconciler = Reconciler(store, coordinator, connectors)
     dispatchers = Dispatchers(

@@ -10,14 +10,14 @@ process holds an open transaction, and the database keeps the lock exactly as lo
 transaction can still commit. Keys are 64-bit hashes of the path: a collision can only make two
 unrelated scopes contend, never let related ones run together.
 
-`pg_try_advisory_xact_lock*` never blocks; a lock that is not free is retried with backoff, inside the
-same transaction, until the claim timeout, then ScopeBusy (the transaction rolls back and frees what
-it took). Once it has the locks, the guard checks gm_scope_lease for a live claim on a related path,
-and the lease backend takes the same advisory locks inside its claim transaction on PostgreSQL
-(LeaseBackend's advisory_plan, given lock_plan), so replicas or operations that use different
-backends on one database still exclude each other. Locks and check are one call of the database
-function gm_advisory_claim (alembic revision 0006), which runs the check after the locks with a fresh
-snapshot: one round trip per guarded transaction.
+The guard is one call of the database function gm_advisory_claim (alembic revision 0006): a lock that
+is taken is waited for in PostgreSQL's lock queue, in arrival order, for at most what is left of the
+claim timeout, then ScopeBusy (the transaction rolls back and frees what it took). Once it has the
+locks, the function checks gm_scope_lease for a live claim on a related path (with a fresh snapshot);
+while there is one, the guard sleeps with backoff and calls again, keeping the locks. The lease
+backend takes the same advisory locks inside its claim transaction on PostgreSQL (LeaseBackend's
+advisory_plan, given lock_plan), so replicas or operations that use different backends on one database
+still exclude each other.
 
 SOUND ONLY for operations whose cross-node state change is a single store write transaction: the
 protection ends at that commit. That holds for every metalake-level and catalog-level structural
@@ -43,6 +43,7 @@ from gravimeta import errors
 from gravimeta.concurrency import metrics, paths
 from gravimeta.concurrency.scope_lease import LeaseBackend, LeaseClaim, _Backoff
 from gravimeta.entities import NameIdentifier
+from gravimeta.store.database import disabled_for_test
 from gravimeta.store.guard import WriteGuard
 
 
@@ -59,7 +60,7 @@ def lock_plan(path: str) -> list[tuple[int, bool]]:
 # The guard's one call (alembic/versions/0006_pg_advisory_function.py): the locks, then the lease check.
 _ADVISORY_CLAIM = text(
     "SELECT gm_advisory_claim(CAST(:shared AS bigint[]), CAST(:exclusive AS bigint), "
-    "CAST(:related AS text[]), CAST(:descendants AS text))"
+    "CAST(:related AS text[]), CAST(:descendants AS text), CAST(:wait_ms AS bigint))"
 )
 
 
@@ -86,20 +87,25 @@ class AdvisoryClaim:
         started = time.monotonic()
         deadline = started + self.backend.timeout_ms / 1000
         arguments, backoff, waited = claim_arguments(self.path), _Backoff(), False
+        queue = not disabled_for_test("advisory_queue")  # TEST-ONLY when off: poll, as before revision 0006
         while True:
-            if session.execute(_ADVISORY_CLAIM, arguments).scalar_one() == "granted":
+            left_ms = max(1, int((deadline - time.monotonic()) * 1000)) if queue else 1
+            status = session.execute(_ADVISORY_CLAIM, {**arguments, "wait_ms": left_ms}).scalar_one()
+            if status in ("granted", "waited"):
+                if status == "waited" and not waited:
+                    metrics.contention_waits.labels(self.backend.name).inc()
                 metrics.claim_acquire_seconds.labels(self.backend.name).observe(time.monotonic() - started)
                 return
             if not waited:
                 metrics.contention_waits.labels(self.backend.name).inc()
                 waited = True
-            if time.monotonic() >= deadline:
+            if (status == "timeout" and queue) or time.monotonic() >= deadline:
                 metrics.scope_busy.labels(self.backend.name).inc()
                 raise errors.ScopeBusy(
                     f"Another operation is changing {self.path} or a related scope; gave up after "
                     f"{self.backend.timeout_ms} ms, retry later"
                 )
-            backoff.sleep(deadline)
+            backoff.sleep(deadline)  # 'leased': a lease on a related path must end first (or: polling)
 
     def release(self) -> None:
         """Nothing to do: the locks ended with the store transaction."""

@@ -4,9 +4,11 @@ catalog's provider or properties change (each worker process has its own cache).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from connectors.base import CatalogContext, Connector
 from connectors.registry import ConnectorRegistry
+from gravimeta import errors
 from gravimeta.entities import Catalog
 
 
@@ -29,13 +31,22 @@ class ConnectorCache:
             self._instances[key] = (signature, connector)
             return connector
 
-    def known_local(self, metalake: str, catalog: str) -> bool:
-        """Whether this process last saw the catalog with a process-local connector (False when it has
-        not seen it). A claim backend may choose by it; the operation checks the connector it really
-        gets (coordinator.require_lasting_claim), so a stale answer costs a retry, never safety."""
+    def is_local(self, catalog: Catalog) -> bool:
+        """Whether the catalog's provider is process-local (Connector.process_local), without creating
+        a connector for it; an unknown provider counts as external."""
+        try:
+            return self.registry.get(catalog.provider).process_local
+        except errors.GravitinoError:
+            return False
+
+    def known_local(self, metalake: str, catalog: str) -> bool | None:
+        """Whether this process last saw the catalog with a process-local connector; None when it has
+        not used the catalog yet. A claim backend may choose by it; the operation checks the connector
+        it really gets (coordinator.require_lasting_claim), so a stale answer costs a retry, never safety."""
         with self._lock:
             cached = self._instances.get((metalake, catalog))
-        return cached is not None and cached[1].process_local
+        return None if cached is None else cached[1].process_local
+
 
     def forget(self, metalake: str, catalog: str | None = None) -> list[Connector]:
         """Remove cached connectors of a catalog (or of a whole metalake) after it was dropped or
@@ -43,3 +54,21 @@ class ConnectorCache:
         with self._lock:
             keys = [k for k in self._instances if k[0] == metalake and catalog in (None, k[1])]
             return [self._instances.pop(k)[1] for k in keys]
+
+
+def catalog_locality(connectors: ConnectorCache, load: Callable[[str, str], Catalog]) -> Callable[[str, str], bool]:
+    """For AutoBackend: whether a catalog's schema/table operations run in one store transaction. From
+    the connector cache; a catalog this process has not used yet is looked up once with `load` (a
+    snapshot read: cheaper than a lease taken for want of knowing). A missing catalog counts as local:
+    the operation fails on it anyway, with nothing outside the store to protect."""
+
+    def is_local(metalake: str, catalog: str) -> bool:
+        known = connectors.known_local(metalake, catalog)
+        if known is not None:
+            return known
+        try:
+            return connectors.is_local(load(metalake, catalog))
+        except errors.NotFound:
+            return True
+
+    return is_local

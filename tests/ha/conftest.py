@@ -16,7 +16,11 @@ GRAVIMETA_HA_DISABLE (test-only) may name one mechanism:
                     (patched in the child process, tests/ha/advisory_child.py; test_advisory_race.py)
   dispatch_local    structural calls take only the local TreeLock, as a dispatcher calling
                     coordinator.local would (test_structural_paths.py; treelock_first fails it too)
-The two switches read by the server itself (no_snapshot, no_row_lock) go through
+  lasting_claim_check  a journalled operation runs under a one-transaction (advisory) claim instead of
+                    asking for the lease (patched in the test, test_claim_kind.py)
+  advisory_queue    an advisory guard polls a taken lock with backoff instead of waiting in
+                    PostgreSQL's lock queue (pg_advisory.py; test_advisory_queue.py)
+The switches read by the server itself (no_snapshot, no_row_lock, advisory_queue) go through
 gravimeta.store.database.disabled_for_test and are marked TEST-ONLY where they act.
 """
 

@@ -150,7 +150,7 @@ def test_a_database_at_0005_upgrades_to_the_advisory_function_and_back(empty_url
         if postgres:
             assert _advisory_function_count(conn) == 1
             granted = conn.execute(text(
-                "SELECT gm_advisory_claim(ARRAY[]::bigint[], 42, ARRAY['/']::text[], '/%')")).scalar_one()
+                "SELECT gm_advisory_claim(ARRAY[]::bigint[], 42, ARRAY['/']::text[], '/%', 100)")).scalar_one()
             assert granted == "granted"
 
     config = alembic_config(engine)
