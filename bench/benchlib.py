@@ -134,11 +134,12 @@ def rename_body(new_name: str) -> dict[str, Any]:
     return {"updates": [{"@type": "rename", "newName": new_name}]}
 
 
-def make_tree(http: Http, base: str, metalake: str, catalog: str, schemas: Sequence[str]) -> None:
-    """metalake > catalog (memory provider) > schemas, through the API."""
+def make_tree(http: Http, base: str, metalake: str, catalog: str, schemas: Sequence[str],
+              provider: str = "memory", properties: dict[str, str] | None = None) -> None:
+    """metalake > catalog (memory provider unless told) > schemas, through the API."""
     http.ok(base, "POST", "/api/metalakes", {"name": metalake, "properties": {}})
     http.ok(base, "POST", f"/api/metalakes/{metalake}/catalogs",
-            {"name": catalog, "type": "relational", "provider": "memory", "properties": {}})
+            {"name": catalog, "type": "relational", "provider": provider, "properties": properties or {}})
     for s in schemas:
         http.ok(base, "POST", f"/api/metalakes/{metalake}/catalogs/{catalog}/schemas", {"name": s, "properties": {}})
 

@@ -2,7 +2,11 @@
 drop table against real gunicorn replicas with the distributed lock off, LEASE_TABLE and PG_ADVISORY.
 
     .venv/bin/python bench/claim_overhead.py [--quick] [--rounds 12] [--seconds 1] [--clients 4]
-                                             [--backend postgresql|mysql|sqlite]
+                                             [--backend postgresql|mysql|sqlite] [--provider memory|sqlite]
+
+`--provider`: the catalog's connector. With `memory` (process-local) each request is one store transaction
+and PG_ADVISORY gives it advisory locks; with `sqlite` (real catalog files in a temporary directory) each
+is journalled (intent, engine call, apply) and takes the lease under PG_ADVISORY too (docs/ha.md).
 
 "LEASE_TABLE durable" is the lease with GRAVIMETA_DURABLE_CLAIMS=true: its claim and release commits
 wait for the WAL flush, as they did before `SET LOCAL synchronous_commit = off` (the A/B of that fix).
@@ -20,7 +24,9 @@ configuration). SQLite replicas share one database file on this machine.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -45,6 +51,8 @@ from benchlib import (  # noqa: E402
     until,
     verdict,
 )
+
+from connectors.sqlite_catalog import ROOT_ENV as SQLITE_ROOT_ENV  # noqa: E402
 
 PG_MODES = ("off", "LEASE_TABLE", "LEASE_TABLE durable", "PG_ADVISORY")
 OTHER_MODES = ("off", "LEASE_TABLE", "LEASE_TABLE durable")
@@ -75,11 +83,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=1.0, help="per mode per round")
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--backend", default="postgresql", choices=["postgresql", "mysql", "sqlite"])
+    parser.add_argument("--provider", default="memory", choices=["memory", "sqlite"])
     args = parser.parse_args(argv)
+    os.environ.setdefault(SQLITE_ROOT_ENV, tempfile.mkdtemp(prefix="gm-bench-sqlite-"))  # the replicas inherit it
     modes = PG_MODES if args.backend == "postgresql" else OTHER_MODES
     if args.quick:
         args.rounds, args.seconds = 4, 1.0
-    print(f"# claim overhead on {args.backend}: {args.clients} clients, {args.rounds} rounds x {args.seconds:g} s per mode")
+    print(f"# claim overhead on {args.backend}, {args.provider} catalog: {args.clients} clients, {args.rounds} rounds x {args.seconds:g} s per mode")
     print(f"before: {load_note()}")
     http = Http()
     per_round: dict[str, list[LoadResult]] = {m: [] for m in modes}
@@ -88,7 +98,8 @@ def main(argv: list[str] | None = None) -> None:
         for mode in modes:
             url = stack.enter_context(database(args.backend))
             (server,) = stack.enter_context(replicas(url, 1, LOCK_ENV[mode], workers=2, tag=f"overhead-{mode}-"))
-            make_tree(http, server.url, "m", "c", [f"s{i}" for i in range(args.clients)])
+            properties = {"path": f"c-{mode.replace(' ', '-')}.db"} if args.provider == "sqlite" else {}
+            make_tree(http, server.url, "m", "c", [f"s{i}" for i in range(args.clients)], args.provider, properties)
             bases[mode] = server.url
         cycle_load(bases["off"], args.clients, 0.5, -1)  # warm-up of every worker's pool
         for mode in modes[1:]:
