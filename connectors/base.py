@@ -47,7 +47,7 @@ class Connector(ABC):
     supports_purge: bool = False
     #: True when the engine keeps no state outside this worker process (it only mirrors the store, which
     #: is the authority): its schema and table operations then need no journal and run in ONE store
-    #: transaction, which also makes PostgreSQL advisory locks sound for them (docs/consistency.md §1).
+    #: transaction, which also makes PostgreSQL advisory locks sound for them (docs/consistency.md §2.1).
     process_local: bool = False
 
     def __init__(self, context: CatalogContext):

@@ -78,7 +78,7 @@ def start_distributed_lock(settings: Settings, engine: Engine,
                            catalog_is_local: Callable[[str, str], bool] = _never_local) -> DistributedLock:
     """Register this worker, start its heartbeat thread, and build the configured claim backend.
     `catalog_is_local(metalake, catalog)`: whether a catalog's schema/table operations run in one store
-    transaction (ConnectorCache.known_local); by default none do, so they all take the lease."""
+    transaction (connector_cache.catalog_locality); by default none do, so they all take the lease."""
     backend = effective_backend(settings, engine)
     node = node_id()
     ttl_ms, timeout_ms = settings.lease_ttl_ms, settings.claim_timeout_ms

@@ -91,14 +91,12 @@ class AdvisoryClaim:
         while True:
             left_ms = max(1, int((deadline - time.monotonic()) * 1000)) if queue else 1
             status = session.execute(_ADVISORY_CLAIM, {**arguments, "wait_ms": left_ms}).scalar_one()
-            if status in ("granted", "waited"):
-                if status == "waited" and not waited:
-                    metrics.contention_waits.labels(self.backend.name).inc()
-                metrics.claim_acquire_seconds.labels(self.backend.name).observe(time.monotonic() - started)
-                return
-            if not waited:
+            if status != "granted" and not waited:
                 metrics.contention_waits.labels(self.backend.name).inc()
                 waited = True
+            if status in ("granted", "waited"):
+                metrics.claim_acquire_seconds.labels(self.backend.name).observe(time.monotonic() - started)
+                return
             if (status == "timeout" and queue) or time.monotonic() >= deadline:
                 metrics.scope_busy.labels(self.backend.name).inc()
                 raise errors.ScopeBusy(

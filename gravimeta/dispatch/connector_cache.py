@@ -47,7 +47,6 @@ class ConnectorCache:
             cached = self._instances.get((metalake, catalog))
         return None if cached is None else cached[1].process_local
 
-
     def forget(self, metalake: str, catalog: str | None = None) -> list[Connector]:
         """Remove cached connectors of a catalog (or of a whole metalake) after it was dropped or
         renamed, and return them so the caller can close them if the catalog is gone."""

@@ -25,6 +25,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, cast
 
 from sqlalchemy import delete
@@ -181,12 +182,14 @@ class Reconciler:
         for path in sorted({i.scope_path for i in self.journal.pending()}):
             scope = NameIdentifier(tuple(path.strip("/").split("/")))
             try:
-                outcomes += self.coordinator.run_structural(
-                    scope, lambda p=path: self._repair_all(self.journal.pending(p, settle_ms)))  # type: ignore[misc]
+                outcomes += self.coordinator.run_structural(scope, partial(self._repair_scope, path, settle_ms))
             except (errors.ScopeBusy, errors.FenceLost) as exc:
                 log.warning("journal repair of %s deferred: %s", path, exc.message)
                 outcomes["deferred"] += 1
         return outcomes
+
+    def _repair_scope(self, path: str, settle_ms: int) -> Counter[str]:
+        return self._repair_all(self.journal.pending(path, settle_ms))
 
     def _repair_all(self, intents: list[Intent]) -> Counter[str]:
         return Counter(self._repair(intent) for intent in intents)
