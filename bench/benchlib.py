@@ -11,7 +11,10 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -26,6 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from sqlalchemy.engine import make_url  # noqa: E402
+
 from tests.support.databases import backend_available, fresh_database  # noqa: E402
 from tests.support.servers import ServerProcess  # noqa: E402
 
@@ -36,12 +41,6 @@ LOCK_ENV = {
     "LEASE_TABLE durable": {"GRAVIMETA_DISTRIBUTED_LOCK": "true", "GRAVIMETA_DISTRIBUTED_LOCK_BACKEND": "LEASE_TABLE",
                             "GRAVIMETA_DURABLE_CLAIMS": "true"},
     "PG_ADVISORY": {"GRAVIMETA_DISTRIBUTED_LOCK": "true", "GRAVIMETA_DISTRIBUTED_LOCK_BACKEND": "PG_ADVISORY"},
-    # the lease without the per-process gate: every waiting thread polls the database on its own
-    "LEASE_TABLE ungated": {"GRAVIMETA_DISTRIBUTED_LOCK": "true", "GRAVIMETA_DISTRIBUTED_LOCK_BACKEND": "LEASE_TABLE",
-                            "GRAVIMETA_CLAIM_GATE": "false"},
-    # the lease with the database line of waiters (first come, first served across replicas)
-    "LEASE_TABLE queued": {"GRAVIMETA_DISTRIBUTED_LOCK": "true", "GRAVIMETA_DISTRIBUTED_LOCK_BACKEND": "LEASE_TABLE",
-                           "GRAVIMETA_CLAIM_LINE": "true"},
     "AUTO": {"GRAVIMETA_DISTRIBUTED_LOCK": "true", "GRAVIMETA_DISTRIBUTED_LOCK_BACKEND": "AUTO"},
 }
 LOG_DIR = Path(tempfile.gettempdir()) / "gravimeta-bench"
@@ -269,3 +268,110 @@ def hwm_mb(pid: int) -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+# ----------------------------------------------------------------------------- the bare-stack ceiling
+
+
+class BareServerProcess(ServerProcess):
+    """The bare-stack ceiling (bench/bare_stack.py) served like a gravimeta replica: same gunicorn
+    worker class, workers, threads and timeouts."""
+
+    def start(self, timeout: float = 30.0) -> BareServerProcess:
+        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        self.process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve().parent / "bare_stack.py"), "--store-url", self.store_url,
+             "--bind", f"127.0.0.1:{self.port}", "--workers", str(self.workers)],
+            env={**os.environ, **self.env}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        self.wait_ready(timeout)
+        return self
+
+
+@contextmanager
+def bare_replicas(store_url: str, count: int, workers: int = 2, tag: str = "bare") -> Iterator[list[ServerProcess]]:
+    """`count` bare-stack servers on one database (migrated by gravimeta's migrations), stopped on the
+    way out."""
+    LOG_DIR.mkdir(exist_ok=True)
+    with ExitStack() as stack:
+        servers: list[ServerProcess] = []
+        for i in range(count):
+            server = BareServerProcess(store_url, workers=workers, log_path=LOG_DIR / f"{tag}{i}.log")
+            stack.callback(server.stop)
+            servers.append(server.start(timeout=60))
+        yield servers
+
+
+class CpuMeter:
+    """CPU seconds used so far by one server's gunicorn workers and by the PostgreSQL backends connected
+    to its database (/proc/<pid>/stat; the bench runs on the database's machine). Take `snapshot()`
+    before and after a slice; `used(before, after)` gives (workers, database) CPU seconds in between.
+    A backend that ended during the slice is not counted (the pools keep theirs open)."""
+
+    def __init__(self, server: ServerProcess):
+        from sqlalchemy import create_engine
+        from sqlalchemy.pool import NullPool
+
+        self.server, self.database = server, make_url(server.store_url).database
+        self._admin = create_engine(make_url(server.store_url).set(database="postgres"), poolclass=NullPool)
+
+    def _backends(self) -> list[int]:
+        from sqlalchemy import text
+
+        with self._admin.connect() as conn:
+            return list(conn.execute(text(
+                "SELECT pid FROM pg_stat_activity WHERE datname = :d AND backend_type = 'client backend'"),
+                {"d": self.database}).scalars())
+
+    def snapshot(self) -> tuple[dict[int, float], dict[int, float]]:
+        return _cpu_of(worker_pids(self.server)), _cpu_of(self._backends())
+
+    @staticmethod
+    def used(before: tuple[dict[int, float], dict[int, float]],
+             after: tuple[dict[int, float], dict[int, float]]) -> tuple[float, float]:
+        return tuple(sum(t - b.get(pid, 0.0) for pid, t in a.items()) for b, a in zip(before, after, strict=True))  # type: ignore[return-value]
+
+    def close(self) -> None:
+        self._admin.dispose()
+
+
+def _cpu_of(pids: list[int]) -> dict[int, float]:
+    found = {}
+    for pid in pids:
+        try:
+            found[pid] = cpu_seconds(pid)
+        except (FileNotFoundError, ProcessLookupError):  # ended meanwhile
+            pass
+    return found
+
+
+# ----------------------------------------------------------------------------- pgbench
+
+
+def pgbench_binary() -> str:
+    found = shutil.which("pgbench") or next(iter(sorted(Path("/usr/lib/postgresql").glob("*/bin/pgbench"))), None)
+    if found is None:
+        raise SystemExit("pgbench not found (it comes with PostgreSQL: /usr/lib/postgresql/*/bin)")
+    return str(found)
+
+
+def pgbench_args(url: str) -> list[str]:
+    u = make_url(url)
+    return ["-h", u.host or "127.0.0.1", "-p", str(u.port or 5432), "-U", u.username or "postgres", u.database or ""]
+
+
+def pgbench_init(binary: str, url: str) -> None:
+    """A scale-1 pgbench database in `url`."""
+    subprocess.run([binary, "-i", "-s", "1", "-q", *pgbench_args(url)], capture_output=True, check=True, timeout=120)
+
+
+def pgbench_tps(binary: str, url: str, clients: int, seconds: float) -> float:
+    """`pgbench -N` (simple update: 5 statements in one transaction) with `clients` clients."""
+    out = subprocess.run(
+        [binary, "-N", "-n", "-c", str(clients), "-j", "2", "-T", str(max(1, round(seconds))), *pgbench_args(url)],
+        capture_output=True, text=True, timeout=seconds + 60, check=True,
+    ).stdout
+    match = re.search(r"tps = ([\d.]+) \((?:without initial connection time|excluding connections establishing)\)", out)
+    if match is None:
+        raise RuntimeError(f"could not read pgbench's tps from:\n{out}")
+    return float(match.group(1))

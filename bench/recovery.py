@@ -30,7 +30,7 @@ from benchlib import ROOT, database, load_note, md_table, median  # noqa: E402
 from gravimeta.concurrency.pg_advisory import AdvisoryBackend  # noqa: E402
 from gravimeta.concurrency.scope_lease import LeaseBackend  # noqa: E402
 from gravimeta.entities import NameIdentifier  # noqa: E402
-from gravimeta.store.database import create_store_engine, write_session  # noqa: E402
+from gravimeta.store.database import create_store_engine  # noqa: E402
 
 SCOPE = ("m", "c", "s")
 
@@ -49,12 +49,9 @@ if backend == "LEASE_TABLE":
     time.sleep(3600)
 else:
     from gravimeta.concurrency.pg_advisory import AdvisoryBackend
-    from gravimeta.store.database import write_session
-    claim = AdvisoryBackend(60000).claim(scope)
-    with write_session(engine) as session:
-        claim.fence_guard()(session)
-        print("claimed", flush=True)
-        time.sleep(3600)
+    claim = AdvisoryBackend(engine, 60000).claim(scope)  # its transaction holds the locks
+    print("claimed", flush=True)
+    time.sleep(3600)
 """
 
 
@@ -71,10 +68,9 @@ def claim_once(url: str, backend: str, ttl_ms: int) -> float:
             claim.release()
             lease.heartbeat.stop()
         else:
-            advisory = AdvisoryBackend(5 * ttl_ms + 5000).claim(scope)
-            with write_session(engine) as session:
-                advisory.fence_guard()(session)
-                granted = time.perf_counter()
+            advisory = AdvisoryBackend(engine, 5 * ttl_ms + 5000).claim(scope)
+            granted = time.perf_counter()
+            advisory.release()
         return granted
     finally:
         engine.dispose()

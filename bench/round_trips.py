@@ -31,7 +31,7 @@ from sqlalchemy import event
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from connectors.sqlite_catalog import ROOT_ENV as SQLITE_ROOT_ENV  # noqa: E402
+from connectors.sqlite import ROOT_ENV as SQLITE_ROOT_ENV  # noqa: E402
 from gravimeta.app import create_app  # noqa: E402
 from gravimeta.config import load_settings  # noqa: E402
 from tests.support.databases import fresh_database  # noqa: E402

@@ -9,15 +9,48 @@ Contract for implementers:
   an object that already exists with the same definition may succeed), because a dispatcher may repeat
   a call while repairing an interrupted operation.
 - Raise gravimeta.errors exceptions (ConnectionFailed, IllegalArgument, UnsupportedOperation,
-  SchemaAlreadyExists, ...) so that the client gets the right Gravitino error.
+  SchemaAlreadyExists, ...) so that the client gets the right Gravitino error. A 4xx-class error must
+  mean "nothing was changed"; anything else (ConnectionFailed, a 5xx) means "it may have been".
+- Cannot find the engine (missing file, wrong root, unknown host): raise ConnectionFailed. Never answer
+  an observation (list_schemas, list_tables) as "absent" without having reached the engine itself: the
+  repair takes "absent" as evidence and changes the store by it.
+
+The fence contract (connectors/fencing.py, docs/consistency.md §4). Every mutating call (create_*,
+drop_*, rename_table, alter_table, purge_table) receives `fence=`: the scope and fencing token of the
+cross-node claim it is made under, and the deadline by which the call must end on the caller's side.
+- Every connector bounds the waits of a call by `fence.timeout(...)` (it raises StaleFence once the
+  deadline has passed: then nothing may be sent).
+- A connector whose engine can keep a little state sets `checks_fences = True` and makes the engine
+  check the fence *in the same transaction as the change*, by fencing.highest_conflicting: a call whose
+  token is lower than one the engine has seen on its scope (or a related scope, when fence.related) is
+  refused with errors.StaleFence and changes nothing; otherwise the engine records the token. It also
+  implements `fence_barrier(fence)`, which records a token without changing anything else: the repair
+  calls it before it observes the engine, so that no call of an older holder can land after the
+  observation. A fence without a token (no claim) is neither checked nor recorded.
+- A connector whose engine cannot check fences leaves `checks_fences = False` and says in
+  `call_window_s()` how long after it was sent a call may still change the engine. The repair does not
+  take "not applied" as final before a holder has been gone that long (the remaining window is
+  described in docs/consistency.md §6).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
+from connectors.fencing import NO_FENCE, Fence
+from connectors.properties import CatalogProperties
 from gravimeta.entities import Schema, Table
+
+__all__ = ["NO_FENCE", "CatalogContext", "Connector", "Fence"]
+
+#: Connector.partitions: where a catalog's table partitions live
+PARTITIONS_IN_ENGINE, PARTITIONS_IN_STORE = "engine", "store"
+#: call_window_s() of a connector that does not say: how long a call may still change its engine
+DEFAULT_CALL_WINDOW_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -29,71 +62,122 @@ class CatalogContext:
     properties: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class PropertySpec:
-    """One catalog property a provider understands."""
-
-    name: str
-    required: bool = False
-    description: str = ""
-
-
 class Connector(ABC):
     """One instance serves one catalog."""
 
-    #: catalog properties this provider accepts; anything else is rejected with 400.
-    property_specs: tuple[PropertySpec, ...] = ()
+    #: the catalog properties this provider declares (required, immutable, reserved, value checks);
+    #: any other key is stored as given (Gravitino's rules: connectors/properties.py)
+    catalog_properties: CatalogProperties = CatalogProperties(())
     #: whether DELETE ...?purge=true is supported.
     supports_purge: bool = False
     #: True when the engine keeps no state outside this worker process (it only mirrors the store, which
     #: is the authority): its schema and table operations then need no journal and run in ONE store
     #: transaction, which also makes PostgreSQL advisory locks sound for them (docs/consistency.md §2.1).
     process_local: bool = False
+    #: where the catalog's table partitions live (docs/consistency.md §8): PARTITIONS_IN_ENGINE (the
+    #: partition calls below ask the engine, which keeps them: hive), PARTITIONS_IN_STORE (gravimeta's
+    #: store keeps them: a process-local connector, whose engine only mirrors the store, so that every
+    #: worker and replica sees them: memory), or None (no partitions: 405 UnsupportedOperation, as
+    #: Gravitino answers for a table that does not support partition operations: sqlite).
+    partitions: str | None = None
+    #: whether DELETE .../partitions/{p}?purge=true is supported (Gravitino's default: no)
+    supports_partition_purge: bool = False
+    #: True when the engine checks each mutating call's fence storage-side and implements fence_barrier
+    #: (the fence contract in the module docstring)
+    checks_fences: bool = False
 
     def __init__(self, context: CatalogContext):
         self.context = context
 
     @classmethod
     def validate_properties(cls, properties: dict[str, str]) -> None:
-        """Raise IllegalArgument when required properties are missing or unknown ones are given."""
-        from gravimeta.errors import IllegalArgument
+        """The checks of a catalog create (IllegalArgument): no reserved key, every required key, valid
+        values of declared keys."""
+        cls.catalog_properties.validate_create(properties)
 
-        known = {spec.name for spec in cls.property_specs}
-        unknown = sorted(k for k in properties if k not in known and not _is_generic_property(k))
-        if unknown:
-            raise IllegalArgument(f"Unknown catalog properties for this provider: {', '.join(unknown)}")
-        missing = sorted(s.name for s in cls.property_specs if s.required and not properties.get(s.name))
-        if missing:
-            raise IllegalArgument(f"Missing required catalog properties: {', '.join(missing)}")
+    @classmethod
+    def validate_property_changes(cls, upserts: dict[str, str], deletes: list[str], after: dict[str, str]) -> None:
+        """The checks of a catalog alter: no immutable or reserved key set or removed, valid values of
+        the declared keys set, no required key left out of `after` (the properties once altered)."""
+        cls.catalog_properties.validate_alter(upserts, deletes, after)
+
+    @classmethod
+    @contextmanager
+    def location_guard(cls, properties: dict[str, str],
+                       in_use: Callable[[], Iterable[tuple[str, dict[str, str]]]]) -> Iterator[None]:
+        """Wrap the store write that creates a catalog with `properties` (or changes its properties): a
+        provider whose catalogs own engine locations that must not be shared (the sqlite provider's
+        files) takes a lock every process shares, checks `in_use()` (label and properties of every other
+        catalog of this provider, read from the store under that lock) and raises IllegalArgument on a
+        conflict. The default owns nothing exclusively and reads nothing."""
+        yield
 
     def test_connection(self) -> None:  # noqa: B027 - an optional hook; doing nothing is the default
         """Raise ConnectionFailed when the external system cannot be reached."""
 
+    def prepare_engine(self) -> None:  # noqa: B027 - an optional hook; doing nothing is the default
+        """Called when the catalog is created: make what the engine needs to be found later (the sqlite
+        provider creates its catalog file, so that a missing file afterwards means "unreachable", not
+        "empty"). Idempotent; raise ConnectionFailed when it cannot."""
+
+    def fence_barrier(self, fence: Fence) -> None:  # noqa: B027 - a no-op for engines without fences
+        """Make the engine see `fence` without changing anything else: afterwards it refuses every call
+        with a lower token on the scope (StaleFence if it has seen a higher one already). Engines that
+        cannot check fences do nothing (checks_fences = False)."""
+
+    def call_window_s(self) -> float:
+        """How long after it was sent one call may still change the engine (also after the caller gave
+        up on it). The repair waits this long for an engine that does not check fences."""
+        return DEFAULT_CALL_WINDOW_S
+
     # schemas
     @abstractmethod
-    def create_schema(self, schema: Schema) -> None: ...
+    def create_schema(self, schema: Schema, *, fence: Fence = NO_FENCE) -> None: ...
 
     @abstractmethod
-    def drop_schema(self, name: str, cascade: bool) -> bool: ...
+    def drop_schema(self, name: str, cascade: bool, *, fence: Fence = NO_FENCE) -> bool: ...
 
     @abstractmethod
     def list_schemas(self) -> list[str]: ...
 
+    # describing what the engine has (the import of objects made outside gravimeta, docs/compatibility.md)
+
+    def load_schema(self, name: str) -> Schema:
+        """The engine's schema `name` (NoSuchSchema when the engine has none; ConnectionFailed when the
+        engine cannot be reached). Only connectors whose engine is not process-local are asked: a
+        process-local engine mirrors the store, so it has nothing the store lacks."""
+        from gravimeta.errors import UnsupportedOperation
+
+        raise UnsupportedOperation(f"Provider of catalog {self.context.catalog} cannot describe its engine's schemas")
+
+    def load_table(self, schema: str, name: str) -> Table:
+        """The engine's table `schema`.`name` with its columns and their types as the engine reports them
+        (NoSuchSchema or NoSuchTable when the engine has none)."""
+        from gravimeta.errors import UnsupportedOperation
+
+        raise UnsupportedOperation(f"Provider of catalog {self.context.catalog} cannot describe its engine's tables")
+
     # tables
-    @abstractmethod
-    def create_table(self, schema: str, table: Table) -> None: ...
+    def check_table(self, table: Table) -> None:  # noqa: B027 - an optional hook; accepting all is the default
+        """Raise IllegalArgument when the engine cannot hold `table` (a create's table, or an alter's or
+        rename's result). Called before the intent, the store change and any engine call, so that a
+        definition the engine would refuse is a 400 with nothing changed anywhere."""
 
     @abstractmethod
-    def alter_table(self, schema: str, before: Table, after: Table) -> None:
+    def create_table(self, schema: str, table: Table, *, fence: Fence = NO_FENCE) -> None: ...
+
+    @abstractmethod
+    def alter_table(self, schema: str, before: Table, after: Table, *, fence: Fence = NO_FENCE) -> None:
         """Make the engine's table `before` look like `after` (same name; renames go through rename_table)."""
 
     @abstractmethod
-    def rename_table(self, schema: str, name: str, new_schema: str, new_name: str) -> None: ...
+    def rename_table(self, schema: str, name: str, new_schema: str, new_name: str, *,
+                     fence: Fence = NO_FENCE) -> None: ...
 
     @abstractmethod
-    def drop_table(self, schema: str, name: str) -> bool: ...
+    def drop_table(self, schema: str, name: str, *, fence: Fence = NO_FENCE) -> bool: ...
 
-    def purge_table(self, schema: str, name: str) -> bool:
+    def purge_table(self, schema: str, name: str, *, fence: Fence = NO_FENCE) -> bool:
         from gravimeta.errors import UnsupportedOperation
 
         raise UnsupportedOperation(f"Provider of catalog {self.context.catalog} does not support purge")
@@ -101,13 +185,32 @@ class Connector(ABC):
     @abstractmethod
     def list_tables(self, schema: str) -> list[str]: ...
 
+    # partitions (PARTITIONS_IN_ENGINE): Gravitino's partition JSON (PartitionDTO) in and out
+
+    def list_partitions(self, schema: str, table: str) -> list[dict[str, Any]]:
+        """The table's partitions, by name (NoSuchTable when the engine has no such table)."""
+        raise self._no_partitions()
+
+    def get_partition(self, schema: str, table: str, name: str) -> dict[str, Any]:
+        """One partition (NoSuchPartition when there is none)."""
+        raise self._no_partitions()
+
+    def add_partition(self, schema: str, table: str, partition: dict[str, Any], *,
+                      fence: Fence = NO_FENCE) -> dict[str, Any]:
+        """Add a partition; returns it as the engine keeps it (PartitionAlreadyExists, IllegalArgument for
+        a partition the table's partitioning does not allow). `fence`: as for every mutating call."""
+        raise self._no_partitions()
+
+    def drop_partition(self, schema: str, table: str, name: str, purge: bool = False, *,
+                       fence: Fence = NO_FENCE) -> bool:
+        """Drop a partition; False when there is none. `fence`: as for every mutating call."""
+        raise self._no_partitions()
+
+    def _no_partitions(self) -> Exception:
+        from gravimeta.errors import UnsupportedOperation
+
+        return UnsupportedOperation(f"Tables of catalog {self.context.catalog} do not support partition operations")
+
     def close(self) -> None:  # noqa: B027 - an optional hook; doing nothing is the default
         """Release resources; called when the catalog is dropped or the server stops."""
 
-
-# Properties every catalog may carry whatever its provider (Gravitino's own bookkeeping keys).
-GENERIC_PROPERTY_PREFIXES = ("gravitino.", "in-use", "metalake-in-use")
-
-
-def _is_generic_property(key: str) -> bool:
-    return key.startswith(GENERIC_PROPERTY_PREFIXES)

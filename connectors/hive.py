@@ -6,6 +6,11 @@ creating an object that already exists with the same definition succeeds, droppi
 returns False, and repeating a rename that already happened succeeds. A call the metastore never
 answered (refused, reset, timed out) raises ConnectionFailed and says that the change may or may not
 have been applied.
+
+Fences (connectors/base.py): every request carries the call's fence in headers (connectors/fencing.py);
+the stub checks it under its lock, in the same atomic write as the change, and answers 409 StaleFence
+for a call whose token it has seen bettered (errors.StaleFence here). Each request's socket timeout is
+the client timeout, shortened to what is left of the caller's claim.
 """
 
 from __future__ import annotations
@@ -15,9 +20,17 @@ import json
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from connectors.base import CatalogContext, Connector, PropertySpec
+from connectors.base import (
+    DEFAULT_CALL_WINDOW_S,
+    NO_FENCE,
+    PARTITIONS_IN_ENGINE,
+    CatalogContext,
+    Connector,
+    Fence,
+)
+from connectors.properties import CatalogProperties, PropertyEntry, java_boolean, java_int, java_long
 from gravimeta import errors
-from gravimeta.entities import Schema, Table
+from gravimeta.entities import Column, Schema, Table
 
 DEFAULT_TIMEOUT_MS = 10_000
 
@@ -38,6 +51,15 @@ def table_json(table: Table) -> dict[str, Any]:
         "sortOrders": table.sort_orders,
         "indexes": table.indexes,
     }
+
+
+def table_of(found: dict[str, Any]) -> Table:
+    """A table as the metastore keeps it (table_json's shape) as a gravimeta Table."""
+    columns = [Column(c["name"], c["type"], c.get("comment"), c.get("nullable", True), c.get("autoIncrement", False),
+                      c.get("defaultValue")) for c in found.get("columns", [])]
+    return Table(found["name"], columns, found.get("comment"), dict(found.get("properties") or {}),
+                 list(found.get("partitioning") or []), found.get("distribution"), list(found.get("sortOrders") or []),
+                 list(found.get("indexes") or []))
 
 
 def schema_json(schema: Schema) -> dict[str, Any]:
@@ -62,12 +84,33 @@ def parse_uris(value: str) -> list[tuple[str, int]]:
     return endpoints
 
 
+def _timeout_ms(value: str) -> int:
+    timeout = java_int(value)
+    if not 0 < timeout <= 600_000:
+        raise ValueError("client.timeout-ms must be an integer from 1 to 600000")
+    return timeout
+
+
 class HiveConnector(Connector):
-    property_specs = (
-        PropertySpec("metastore.uris", required=True, description="http://host:port[,http://host:port...]"),
-        PropertySpec("client.timeout-ms", description=f"per-call socket timeout (default {DEFAULT_TIMEOUT_MS})"),
-    )
+    # Gravitino's HiveCatalogPropertiesMetadata and ClientPropertiesMetadata (the keys gravimeta's stub
+    # ignores are checked and stored all the same), and the stub's own client.timeout-ms
+    catalog_properties = CatalogProperties((
+        PropertyEntry("metastore.uris", "http://host:port[,http://host:port...]", required=True, decode=parse_uris),
+        PropertyEntry("client.timeout-ms", f"per-call socket timeout (default {DEFAULT_TIMEOUT_MS})",
+                      decode=_timeout_ms),
+        PropertyEntry("default.catalog", "the Hive metastore catalog to use", immutable=True),
+        PropertyEntry("impersonation-enable", "impersonate the caller", decode=java_boolean),
+        PropertyEntry("kerberos.keytab-uri", "the keytab's URI"),
+        PropertyEntry("kerberos.principal", "the Kerberos principal"),
+        PropertyEntry("kerberos.check-interval-sec", "how often to check the principal", decode=java_int),
+        PropertyEntry("kerberos.keytab-fetch-timeout-sec", "timeout to fetch the keytab", decode=java_int),
+        PropertyEntry("list-all-tables", "list non-Hive tables too", decode=java_boolean),
+        PropertyEntry("client.pool-size", "metastore clients in the pool", decode=java_int),
+        PropertyEntry("client.pool-cache.eviction-interval-ms", "client pool eviction interval", decode=java_long),
+    ))
     supports_purge = True
+    partitions = PARTITIONS_IN_ENGINE  # the metastore keeps them, with Hive's rules (no purge, as in Gravitino)
+    checks_fences = True
 
     def __init__(self, context: CatalogContext):
         super().__init__(context)
@@ -75,26 +118,22 @@ class HiveConnector(Connector):
         self.endpoints = parse_uris(context.properties["metastore.uris"])
         self.timeout = int(context.properties.get("client.timeout-ms", DEFAULT_TIMEOUT_MS)) / 1000
 
-    @classmethod
-    def validate_properties(cls, properties: dict[str, str]) -> None:
-        super().validate_properties(properties)
-        parse_uris(properties["metastore.uris"])
-        timeout = properties.get("client.timeout-ms")
-        if timeout is not None and (not timeout.isdigit() or not 0 < int(timeout) <= 600_000):
-            raise errors.IllegalArgument("Catalog property 'client.timeout-ms' must be an integer from 1 to 600000")
-
     # ---------------------------------------------------------------- transport
 
-    def _call(self, op: str, method: str, path: list[str], body: Any = None, query: str = "") -> tuple[int, Any]:
-        """One HTTP call; returns (status, JSON) for answers below 500 and raises otherwise."""
+    def _call(self, op: str, method: str, path: list[str], body: Any = None, query: str = "",
+              fence: Fence = NO_FENCE) -> tuple[int, Any]:
+        """One HTTP call; returns (status, JSON) for answers below 500 and raises otherwise
+        (StaleFence when the metastore refused the call's fence)."""
         url = "/" + "/".join(quote(p, safe="") for p in path) + (f"?{query}" if query else "")
         data = json.dumps(body).encode() if body is not None else None
+        headers = {"Content-Type": "application/json", **fence.headers()}
         refused: list[str] = []
         for host, port in self.endpoints:
             where = f"http://{host}:{port}"
-            conn = http.client.HTTPConnection(host, port, timeout=self.timeout)
+            timeout = fence.timeout(self.timeout)
+            conn = http.client.HTTPConnection(host, port, timeout=timeout)
             try:
-                conn.request(method, url, body=data, headers={"Content-Type": "application/json"})
+                conn.request(method, url, body=data, headers=headers)
                 response = conn.getresponse()
                 status, raw = response.status, response.read()
             except ConnectionRefusedError as exc:
@@ -102,7 +141,7 @@ class HiveConnector(Connector):
                 continue  # nothing was sent; the next endpoint may be up
             except TimeoutError as exc:
                 raise errors.ConnectionFailed(
-                    f"Hive metastore at {where} did not answer {op} within {self.timeout:g}s; "
+                    f"Hive metastore at {where} did not answer {op} within {timeout:g}s; "
                     "the change may or may not have been applied"
                 ) from exc
             except (OSError, http.client.HTTPException) as exc:
@@ -113,33 +152,43 @@ class HiveConnector(Connector):
             finally:
                 conn.close()
             payload = _decode(raw)
+            if isinstance(payload, dict) and payload.get("error") == "StaleFence":
+                raise errors.StaleFence(f"Hive metastore at {where} refused {op}: {payload.get('message', '')}")
             if status >= 500:
                 message = payload.get("message", "") if isinstance(payload, dict) else ""
                 raise errors.GravitinoError(f"Hive metastore at {where} failed {op} with HTTP {status}: {message}")
             return status, payload
-        raise errors.ConnectionFailed(f"Cannot connect to the Hive metastore ({'; '.join(refused)})")
+        raise errors.EngineUnreachable(f"Cannot connect to the Hive metastore ({'; '.join(refused)})")
 
     def test_connection(self) -> None:
         status, _ = self._call("testConnection", "GET", ["health"])
         if status != 200:
             raise errors.ConnectionFailed(f"Hive metastore health check answered HTTP {status}")
 
+    def fence_barrier(self, fence: Fence) -> None:
+        status, payload = self._call("fence", "POST", ["fences"], fence=fence)
+        _expect(status, payload, "fence")
+
+    def call_window_s(self) -> float:
+        """A call makes at most three requests, each within the client timeout."""
+        return max(DEFAULT_CALL_WINDOW_S, 3 * self.timeout)
+
     # ---------------------------------------------------------------- schemas
 
-    def create_schema(self, schema: Schema) -> None:
+    def create_schema(self, schema: Schema, *, fence: Fence = NO_FENCE) -> None:
         wanted = schema_json(schema)
-        status, payload = self._call("create schema", "POST", ["databases"], wanted)
+        status, payload = self._call("create schema", "POST", ["databases"], wanted, fence=fence)
         if status == 409:
-            existing = self._get("get schema", ["databases", schema.name])
-            tables = self.list_tables(schema.name) if existing == wanted else ["?"]
+            existing = self._get("get schema", ["databases", schema.name], fence)
+            tables = self._get("list tables", ["databases", schema.name, "tables"], fence)["tables"] if existing == wanted else ["?"]
             if existing != wanted or tables:
                 raise errors.SchemaAlreadyExists(f"Schema {schema.name} already exists in the Hive metastore")
             return
         _expect(status, payload, "create schema")
 
-    def drop_schema(self, name: str, cascade: bool) -> bool:
+    def drop_schema(self, name: str, cascade: bool, *, fence: Fence = NO_FENCE) -> bool:
         status, payload = self._call(
-            "drop schema", "DELETE", ["databases", name], query=f"cascade={'true' if cascade else 'false'}"
+            "drop schema", "DELETE", ["databases", name], query=f"cascade={'true' if cascade else 'false'}", fence=fence
         )
         if status == 404:
             return False
@@ -151,53 +200,87 @@ class HiveConnector(Connector):
     def list_schemas(self) -> list[str]:
         return list(self._get("list schemas", ["databases"])["databases"])
 
+    def load_schema(self, name: str) -> Schema:
+        found = self._get("get schema", ["databases", name])
+        return Schema(found["name"], found.get("comment"), dict(found.get("properties") or {}))
+
     # ---------------------------------------------------------------- tables
 
     def list_tables(self, schema: str) -> list[str]:
         return list(self._get("list tables", ["databases", schema, "tables"])["tables"])
 
-    def create_table(self, schema: str, table: Table) -> None:
+    def load_table(self, schema: str, name: str) -> Table:
+        return table_of(self._get("get table", ["databases", schema, "tables", name]))
+
+    def create_table(self, schema: str, table: Table, *, fence: Fence = NO_FENCE) -> None:
         wanted = table_json(table)
-        status, payload = self._call("create table", "POST", ["databases", schema, "tables"], wanted)
+        status, payload = self._call("create table", "POST", ["databases", schema, "tables"], wanted, fence=fence)
         if status == 409:
-            if self._get("get table", ["databases", schema, "tables", table.name]) != wanted:
+            if self._get("get table", ["databases", schema, "tables", table.name], fence) != wanted:
                 raise errors.TableAlreadyExists(f"Table {schema}.{table.name} already exists in the Hive metastore")
             return
         _expect(status, payload, "create table")
 
-    def alter_table(self, schema: str, before: Table, after: Table) -> None:
+    def alter_table(self, schema: str, before: Table, after: Table, *, fence: Fence = NO_FENCE) -> None:
         status, payload = self._call(
-            "alter table", "PUT", ["databases", schema, "tables", after.name], table_json(after)
+            "alter table", "PUT", ["databases", schema, "tables", after.name], table_json(after), fence=fence
         )
         _expect(status, payload, "alter table")
 
-    def rename_table(self, schema: str, name: str, new_schema: str, new_name: str) -> None:
+    def rename_table(self, schema: str, name: str, new_schema: str, new_name: str, *,
+                     fence: Fence = NO_FENCE) -> None:
         status, payload = self._call(
             "rename table", "POST", ["databases", schema, "tables", name, "rename"],
-            {"database": new_schema, "name": new_name},
+            {"database": new_schema, "name": new_name}, fence=fence,
         )
         if status == 404 and payload.get("error") == "NoSuchTable":
             # already renamed by an earlier attempt whose answer was lost?
-            probe, _ = self._call("get table", "GET", ["databases", new_schema, "tables", new_name])
+            probe, _ = self._call("get table", "GET", ["databases", new_schema, "tables", new_name], fence=fence)
             if probe == 200:
                 return
         if status == 409:
             raise errors.TableAlreadyExists(f"Table {new_schema}.{new_name} already exists in the Hive metastore")
         _expect(status, payload, "rename table")
 
-    def drop_table(self, schema: str, name: str) -> bool:
-        status, payload = self._call("drop table", "DELETE", ["databases", schema, "tables", name])
+    def drop_table(self, schema: str, name: str, *, fence: Fence = NO_FENCE) -> bool:
+        status, payload = self._call("drop table", "DELETE", ["databases", schema, "tables", name], fence=fence)
         if status == 404:
             return False
         _expect(status, payload, "drop table")
         return True
 
-    def purge_table(self, schema: str, name: str) -> bool:
+    def purge_table(self, schema: str, name: str, *, fence: Fence = NO_FENCE) -> bool:
         """The stub keeps no data files, so purge is drop."""
-        return self.drop_table(schema, name)
+        return self.drop_table(schema, name, fence=fence)
 
-    def _get(self, op: str, path: list[str]) -> Any:
-        status, payload = self._call(op, "GET", path)
+    # ---------------------------------------------------------------- partitions
+
+    def list_partitions(self, schema: str, table: str) -> list[dict[str, Any]]:
+        return list(self._get("list partitions", ["databases", schema, "tables", table, "partitions"])["partitions"])
+
+    def get_partition(self, schema: str, table: str, name: str) -> dict[str, Any]:
+        found: dict[str, Any] = self._get("get partition", ["databases", schema, "tables", table, "partitions", name])
+        return found
+
+    def add_partition(self, schema: str, table: str, partition: dict[str, Any], *,
+                      fence: Fence = NO_FENCE) -> dict[str, Any]:
+        """Not idempotent, as in Gravitino: a retried add whose first attempt landed is
+        PartitionAlreadyExists (the partition is in the metastore, which is where partitions live)."""
+        status, payload = self._call("add partition", "POST", ["databases", schema, "tables", table, "partitions"],
+                                     partition, fence=fence)
+        _expect(status, payload, "add partition")
+        added: dict[str, Any] = payload
+        return added
+
+    def drop_partition(self, schema: str, table: str, name: str, purge: bool = False, *,
+                       fence: Fence = NO_FENCE) -> bool:
+        status, payload = self._call("drop partition", "DELETE",
+                                     ["databases", schema, "tables", table, "partitions", name], fence=fence)
+        _expect(status, payload, "drop partition")
+        return bool(payload.get("dropped"))
+
+    def _get(self, op: str, path: list[str], fence: Fence = NO_FENCE) -> Any:
+        status, payload = self._call(op, "GET", path, fence=fence)
         _expect(status, payload, op)
         return payload
 
@@ -225,6 +308,10 @@ def _expect(status: int, payload: Any, op: str) -> None:
         raise errors.TableAlreadyExists(message)
     if error == "DatabaseNotEmpty":
         raise errors.NonEmptySchema(message)
+    if error == "NoSuchPartition":
+        raise errors.NoSuchPartition(message)
+    if error == "PartitionAlreadyExists":
+        raise errors.PartitionAlreadyExists(message)
     if status == 400:
         raise errors.IllegalArgument(message)
     raise errors.GravitinoError(f"{message} (HTTP {status})")

@@ -12,7 +12,7 @@ ENTRY_POINT_GROUP = "gravimeta.connectors"
 # Used when the package metadata is not installed (running from a source tree).
 _BUILTIN = {
     "memory": "connectors.memory:MemoryConnector",
-    "sqlite": "connectors.sqlite_catalog:SQLiteCatalogConnector",
+    "sqlite": "connectors.sqlite:SQLiteCatalogConnector",
     "hive": "connectors.hive:HiveConnector",
 }
 

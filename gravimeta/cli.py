@@ -11,7 +11,23 @@ from gravimeta.config import load_settings
 from gravimeta.errors import SchemaVersionMismatch
 
 
-@click.group()
+class _Commands(click.Group):
+    """The command group: a store driver that is not installed is a one-line hint in every command
+    (cluster start, demo, repair, ...), wherever the command first touches the store, not a traceback."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        from gravimeta.store_target import missing_driver_hint
+
+        try:
+            return super().invoke(ctx)
+        except ModuleNotFoundError as exc:
+            hint = missing_driver_hint(exc)
+            if hint is None:
+                raise
+            raise click.ClickException(hint) from None
+
+
+@click.group(cls=_Commands)
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
               envvar="GRAVIMETA_CONFIG", help="Gravitino-style properties file.")
 @click.option("--store-url", help="SQLAlchemy URL of the metadata database (default: embedded SQLite in ./var).")
@@ -38,12 +54,31 @@ def main(ctx: click.Context, config_file: str | None, store_url: str | None) -> 
 @click.pass_obj
 def serve(settings, bind, workers, threads, timeout, migrate) -> None:  # type: ignore[no-untyped-def]
     """Serve the REST API with gunicorn."""
+    import os
+
+    from gravimeta.serving import metrics_dir
+
+    created = metrics_dir.prepare()  # first: before anything imports prometheus_client (see metrics_dir)
+    master = os.getpid()
+    try:
+        _serve(settings, bind, workers, threads, timeout, migrate)
+    finally:
+        metrics_dir.remove(created, owner_pid=master)
+
+
+def _serve(settings, bind, workers, threads, timeout, migrate) -> None:  # type: ignore[no-untyped-def]
+    import os
+    import socket
+    import uuid
+
     from gravimeta.api.auth import build_authenticators
     from gravimeta.server import GunicornServer
-    from gravimeta.store.database import create_store_engine
+    from gravimeta.serving import buffering_worker
+    from gravimeta.store.database import disabled_for_test
     from gravimeta.store.migrations import check_schema, upgrade
+    from gravimeta.store_target import store_unreachable
 
-    engine = create_store_engine(settings.resolved_store_url())
+    engine = _engine(settings.resolved_store_url())
     try:
         if migrate:
             upgrade(engine)
@@ -51,53 +86,93 @@ def serve(settings, bind, workers, threads, timeout, migrate) -> None:  # type: 
     except SchemaVersionMismatch as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
+    except Exception as exc:
+        reason = store_unreachable(exc)
+        if reason is None:
+            raise
+        if migrate:
+            click.echo(f"error: cannot migrate: the store does not answer ({reason})", err=True)
+            sys.exit(2)
+        # a store that is away must not keep the server down: the workers boot without it, answer 503
+        # and report not ready until it answers (gravimeta/api/health.py)
+        click.echo(f"warning: the store does not answer ({reason}); serving anyway: requests get 503 and "
+                   "/api/health/ready is DOWN until it does", err=True)
     finally:
         engine.dispose()
     try:
         build_authenticators(settings)  # a bad key or algorithm fails here, not in every worker
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    _prepare_multiprocess_metrics()
+    # one replica id for all workers of this server (the node registry tells replicas apart by it)
+    os.environ.setdefault("GRAVIMETA_NODE_ID", f"{socket.gethostname()}-{uuid.uuid4().hex[:6]}")
     bind = bind or f"{settings.host}:{settings.port}"
     click.echo(f"gravimeta serving http://{bind}/api on {engine.url.render_as_string(hide_password=True)}")
     options = {
         "bind": bind,
         "workers": workers or settings.workers,
         "threads": threads,
-        "worker_class": "gthread",
+        # gthread, but a thread takes a request only once it has fully arrived (slow or idle clients);
+        # TEST-ONLY switch: plain gthread, to show tests/ops/test_slow_clients.py failing without it
+        "worker_class": "gthread" if disabled_for_test("request_buffering")
+        else buffering_worker.configured(settings.request_timeout_ms / 1000),
         "timeout": timeout,
         "graceful_timeout": 30,  # a SIGTERM'd worker finishes its in-flight requests (server.py)
     }
     GunicornServer(settings, options).run()
 
 
-def _prepare_multiprocess_metrics() -> None:
-    """Give gunicorn's workers a shared directory for Prometheus samples (before any worker imports
-    prometheus_client), so /metrics on any worker reports the sum over all of them."""
-    import os
-    import tempfile
+_RUN_DIR_HELP = "a `gravimeta cluster` run directory: without --store-url, use that cluster's store."
 
-    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="gravimeta-metrics-")
+
+def _engine(url: str):  # type: ignore[no-untyped-def]
+    """An engine on `url`; a missing driver is a one-line hint, not a traceback (store_target)."""
+    from gravimeta.store_target import StoreTargetError, create_engine_or_hint
+
+    try:
+        return create_engine_or_hint(url)
+    except StoreTargetError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _existing_store(settings, run_dir: str):  # type: ignore[no-untyped-def]
+    """The store an operator command means, which must exist and be migrated (store_target)."""
+    from pathlib import Path
+
+    from gravimeta.store_target import StoreTargetError, open_existing, resolve
+
+    target = resolve(settings, Path(run_dir))
+    try:
+        return target, open_existing(target)
+    except StoreTargetError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table.")
+@click.option("--run-dir", default="var/cluster", show_default=True, type=click.Path(file_okay=False),
+              help=_RUN_DIR_HELP)
 @click.pass_obj
-def locks(settings, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+def locks(settings, as_json: bool, run_dir: str) -> None:  # type: ignore[no-untyped-def]
     """List the cross-node claims and the registered replicas in the shared database."""
     import json
 
     from gravimeta.concurrency.node_registry import list_nodes
     from gravimeta.concurrency.reclaimer import live_claims
-    from gravimeta.store.database import create_store_engine
+    from gravimeta.concurrency.replica_safety import store_warnings
 
-    engine = create_store_engine(settings.resolved_store_url())
-    claims, nodes = live_claims(engine), list_nodes(engine)
-    engine.dispose()
+    target, engine = _existing_store(settings, run_dir)
+    try:
+        claims, nodes = live_claims(engine), list_nodes(engine)
+    finally:
+        engine.dispose()
+    warnings = store_warnings(nodes)
     if as_json:
-        click.echo(json.dumps({"claims": claims, "nodes": nodes}, indent=2))
+        click.echo(json.dumps({"store": target.display, "claims": claims, "nodes": nodes, "warnings": warnings},
+                              indent=2))
         return
+    click.echo(f"store {target.display} ({target.source})")
+    for warning in warnings:
+        click.echo(warning)
     click.echo(f"{len(claims)} claim(s)")
     for c in claims:
         state = "live" if c["live"] else "EXPIRED"
@@ -118,10 +193,9 @@ def db() -> None:
 @click.pass_obj
 def db_upgrade(settings, revision: str) -> None:  # type: ignore[no-untyped-def]
     """Create or migrate the metadata tables."""
-    from gravimeta.store.database import create_store_engine
     from gravimeta.store.migrations import current_revision, upgrade
 
-    engine = create_store_engine(settings.resolved_store_url())
+    engine = _engine(settings.resolved_store_url())
     before = current_revision(engine)
     upgrade(engine, revision)
     after = current_revision(engine)
@@ -133,31 +207,55 @@ def db_upgrade(settings, revision: str) -> None:  # type: ignore[no-untyped-def]
 @click.pass_obj
 def db_current(settings) -> None:  # type: ignore[no-untyped-def]
     """Print the database's schema revision and this code's head revision."""
-    from gravimeta.store.database import create_store_engine
     from gravimeta.store.migrations import current_revision, head_revision
 
-    engine = create_store_engine(settings.resolved_store_url())
+    engine = _engine(settings.resolved_store_url())
     click.echo(f"current: {current_revision(engine) or 'none'}  head: {head_revision()}")
     engine.dispose()
 
 
 @main.command()
 @click.option("--settle-seconds", type=float, default=None,
-              help="treat intents older than this as final when the engine does not show them (default 30).")
+              help="without cross-node claims: treat intents older than this as final when the engine does not "
+                   "show them (default 30).")
 @click.option("--list", "list_only", is_flag=True, help="only list the open intents.")
+@click.option("--run-dir", default="var/cluster", show_default=True, type=click.Path(file_okay=False),
+              help=_RUN_DIR_HELP)
 @click.pass_obj
-def repair(settings, settle_seconds: float | None, list_only: bool) -> None:  # type: ignore[no-untyped-def]
-    """Finish or undo connector operations left open in the operation journal (docs/consistency.md)."""
-    from gravimeta.app import build_services
+def repair(settings, settle_seconds: float | None, list_only: bool, run_dir: str) -> None:  # type: ignore[no-untyped-def]
+    """Finish or undo connector operations left open in the operation journal (docs/consistency.md §4).
 
+    Finds the store like `gravimeta locks` (--store-url, else the cluster in --run-dir, else ./var), reads
+    the server's configuration (--config, GRAVIMETA_* variables) and refuses to judge any engine when its
+    sqlite catalog root is not the one the servers recorded. Exit status: 0 when every intent was settled
+    or can wait, 1 when some are stuck or failed (listed), 2 when it refused to run."""
+    import dataclasses
+    import os
+
+    from gravimeta.app import build_services
+    from gravimeta.dispatch.repair_command import check_engine_roots, print_open
+
+    target, engine = _existing_store(settings, run_dir)
+    engine.dispose()
+    if target.sqlite_root:  # the cluster's replicas keep their sqlite catalogs there
+        os.environ.setdefault("GRAVIMETA_SQLITE_CATALOG_ROOT", target.sqlite_root)
+    click.echo(f"store {target.display} ({target.source})")
+    settings = dataclasses.replace(settings, store_url=target.url)
+    if target.lock is not None:  # claim like the cluster's replicas do
+        settings = dataclasses.replace(settings, distributed_lock_enabled=target.lock[0],
+                                       distributed_lock_backend=target.lock[1])
     services = build_services(settings)
     try:
-        if not list_only:
-            outcomes = services.reconciler.repair_pending(settle_seconds)
+        problem = check_engine_roots(services.store.engine)
+        if problem is not None and not list_only:
+            click.echo(f"error: {problem}", err=True)
+            sys.exit(2)
+        outcomes = None if list_only else services.reconciler.repair_pending(settle_seconds)
+        if outcomes is not None:
             click.echo("repair: " + (", ".join(f"{n} {k}" for k, n in sorted(outcomes.items())) or "nothing to do"))
-        for intent in services.reconciler.journal.pending():
-            click.echo(f"open: #{intent.id} {intent.operation} {intent.scope_path} {intent.state} "
-                       f"since {intent.created_at} by {intent.holder}: {intent.detail or ''}")
+        print_open(services.reconciler.journal, click.echo)
+        if outcomes is not None and (outcomes["stuck"] or outcomes["failed"]):
+            sys.exit(1)
     finally:
         services.store.engine.dispose()
 

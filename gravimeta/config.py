@@ -56,6 +56,16 @@ class Settings:
             "env": "GRAVIMETA_CLAIM_TIMEOUT_MS",
         },
     )
+    # the database ends a store session idle inside a transaction this long (docs/ha.md, "Bounded waits");
+    # -1: 4 x lease-ttl-ms; 0: never
+    idle_transaction_timeout_ms: int = field(
+        default=-1,
+        metadata={"key": "gravimeta.store.idle-transaction-timeout-ms", "env": "GRAVIMETA_IDLE_TRANSACTION_TIMEOUT_MS"},
+    )
+    # how long a client may take to send its whole request (gravimeta/serving/buffering_worker.py)
+    request_timeout_ms: int = field(
+        default=10000, metadata={"key": "gravimeta.server.request-timeout-ms", "env": "GRAVIMETA_REQUEST_TIMEOUT_MS"}
+    )
     max_content_length: int = field(
         default=1024 * 1024,
         metadata={"key": "gravimeta.server.max-request-bytes", "env": "GRAVIMETA_MAX_REQUEST_BYTES"},
@@ -76,8 +86,9 @@ class Settings:
         metadata={"key": "gravimeta.limits.property-value-max-chars", "env": "GRAVIMETA_MAX_PROPERTY_VALUE_CHARS"},
     )
     # authentication and the service admins (gravimeta/api/auth.py); empty = no authentication
+    # Gravitino's default: `simple` (the Basic user name, anonymous without credentials); "" turns it off
     authenticators: str = field(
-        default="", metadata={"key": "gravitino.authenticators", "env": "GRAVIMETA_AUTHENTICATORS"}
+        default="simple", metadata={"key": "gravitino.authenticators", "env": "GRAVIMETA_AUTHENTICATORS"}
     )
     simple_allow_anonymous: bool = field(
         default=True,
@@ -99,6 +110,11 @@ class Settings:
         default=0,
         metadata={"key": "gravitino.authenticator.oauth.allowSkewSecs", "env": "GRAVIMETA_OAUTH_ALLOW_SKEW_SECS"},
     )
+    oauth_allow_tokens_without_exp: bool = field(
+        default=False,
+        metadata={"key": "gravimeta.authenticator.oauth.allowTokensWithoutExp",
+                  "env": "GRAVIMETA_OAUTH_ALLOW_TOKENS_WITHOUT_EXP"},
+    )
     oauth_principal_fields: str = field(
         default="sub",
         metadata={"key": "gravitino.authenticator.oauth.principalFields", "env": "GRAVIMETA_OAUTH_PRINCIPAL_FIELDS"},
@@ -106,6 +122,23 @@ class Settings:
     service_admins: str = field(
         default="", metadata={"key": "gravitino.authorization.serviceAdmins", "env": "GRAVIMETA_SERVICE_ADMINS"}
     )
+    # owners decide who may alter, disable or drop (gravimeta/ownership); needs service admins, as in Gravitino
+    authorization_enabled: bool = field(
+        default=False,
+        metadata={"key": "gravitino.authorization.enable", "env": "GRAVIMETA_AUTHORIZATION_ENABLE"},
+    )
+    # where the `sqlite` provider keeps its catalog files; empty: $GRAVIMETA_HOME/sqlite-catalogs
+    sqlite_catalog_root: str = field(
+        default="", metadata={"key": "gravimeta.catalog.sqlite.root", "env": "GRAVIMETA_SQLITE_CATALOG_ROOT"}
+    )
+
+    def idle_transaction_timeout(self) -> int:
+        """The idle-in-transaction timeout in ms for the store's sessions (0: none): the setting, or by
+        default four lease TTLs, long past any healthy transaction, short enough that a frozen holder's
+        rows come free within a few TTLs instead of hours."""
+        if self.idle_transaction_timeout_ms < 0:
+            return 4 * self.lease_ttl_ms
+        return self.idle_transaction_timeout_ms
 
     def resolved_store_url(self) -> str:
         """The store URL, defaulting to an embedded SQLite file under GRAVIMETA_HOME (./var)."""
@@ -154,7 +187,20 @@ def load_settings(
     for name in filter(None, (n.strip().lower() for n in settings.authenticators.split(","))):
         if name not in ("simple", "oauth"):
             raise ValueError(f"gravitino.authenticators: unknown authenticator {name!r}; use simple and/or oauth")
+    check_authorization(settings)
     return settings
+
+
+def service_admins(settings: Settings) -> frozenset[str]:
+    """The users of gravitino.authorization.serviceAdmins."""
+    return frozenset(a.strip() for a in settings.service_admins.split(",") if a.strip())
+
+
+def check_authorization(settings: Settings) -> None:
+    """Gravitino will not start with authorization on and no service admin (nobody could create a
+    metalake); neither does gravimeta."""
+    if settings.authorization_enabled and not service_admins(settings):
+        raise ValueError("gravitino.authorization.enable=true needs gravitino.authorization.serviceAdmins")
 
 
 def _convert(type_name: Any, raw: str, key: str) -> Any:

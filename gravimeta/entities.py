@@ -70,6 +70,9 @@ class Catalog:
     in_use: bool = True
     audit: Audit = field(default_factory=Audit)
     version: int = 1
+    #: the store's id of this catalog (None before it is stored): its identity, which a catalog dropped
+    #: and re-created under the same name does not share (the operation journal keys intents by it)
+    id: int | None = field(default=None, compare=False)
 
 
 @dataclass
@@ -89,6 +92,9 @@ class Column:
     nullable: bool = True
     auto_increment: bool = False
     default_value: Any = None  # expression JSON, None when no default is set
+    #: the store's id of the column: kept across renames and alters, so that what is attached to the
+    #: column (tags) follows it; None for a column not stored yet. Not part of the definition (equality).
+    id: int | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -106,3 +112,24 @@ class Table:
 
     def column(self, name: str) -> Column | None:
         return next((c for c in self.columns if c.name == name), None)
+
+
+@dataclass
+class Tag:
+    """A tag of a metalake; associated with catalogs, schemas, tables and columns by their ids."""
+
+    name: str
+    comment: str | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+    audit: Audit = field(default_factory=Audit)
+    version: int = 1
+
+
+@dataclass
+class Statistic:
+    """A statistic of a table or of one of its partitions: a name starting with `custom-` and a JSON
+    value (boolean, number, string, list or object, as Gravitino's StatisticValue serialises it)."""
+
+    name: str
+    value: Any
+    audit: Audit = field(default_factory=Audit)

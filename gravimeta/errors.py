@@ -12,9 +12,12 @@ class GravitinoError(Exception):
     http_status = 500
     type_name = "RuntimeException"
 
-    def __init__(self, message: str):
+    def __init__(self, message: str, detail: str | None = None):
         super().__init__(message)
         self.message = message
+        #: what only the server log may see (absolute file paths, database hosts, ports and roles): the
+        #: API logs it with the request id and never sends it (gravimeta/api/errors.py)
+        self.detail = detail
 
 
 class IllegalArgument(GravitinoError):
@@ -41,6 +44,22 @@ class NoSuchTable(NotFound):
     type_name = "NoSuchTableException"
 
 
+class IllegalMetadataObject(IllegalArgument):
+    type_name = "IllegalMetadataObjectException"
+
+
+class NoSuchMetadataObject(NotFound):
+    type_name = "NoSuchMetadataObjectException"
+
+
+class NoSuchUser(NotFound):
+    type_name = "NoSuchUserException"
+
+
+class NoSuchGroup(NotFound):
+    type_name = "NoSuchGroupException"
+
+
 class AlreadyExists(GravitinoError):
     code, http_status, type_name = 1004, 409, "AlreadyExistsException"
 
@@ -59,6 +78,14 @@ class SchemaAlreadyExists(AlreadyExists):
 
 class TableAlreadyExists(AlreadyExists):
     type_name = "TableAlreadyExistsException"
+
+
+class UserAlreadyExists(AlreadyExists):
+    type_name = "UserAlreadyExistsException"
+
+
+class GroupAlreadyExists(AlreadyExists):
+    type_name = "GroupAlreadyExistsException"
 
 
 class NonEmpty(GravitinoError):
@@ -141,6 +168,33 @@ class FenceLost(GravitinoError):
     code, http_status, type_name = 1100, 409, "FenceLostException"
 
 
+class StaleFence(FenceLost):
+    """A catalog engine refused a call whose fence is older than one it has seen (another operation
+    holds the scope now), or the call's claim ran out before it could be made: nothing was changed."""
+
+    type_name = "FenceLostException"
+
+
+class EngineUnreachable(ConnectionFailed):
+    """A connector could not reach its engine at all (a missing catalog file, every metastore endpoint
+    refusing the connection): nothing was sent, so nothing was changed."""
+
+
+class OutcomeUnknown(ConnectionFailed):
+    """A journalled operation reached its catalog's engine but could not be finished here: its intent
+    stays open as pending operation `pending`, which a repair will roll forward or back. The request
+    may or may not take effect; look before retrying (docs/consistency.md §2)."""
+
+    def __init__(self, message: str, pending: int):
+        super().__init__(message)
+        self.pending = pending
+
+
+class StoreRefused(IllegalArgument):
+    """The metadata database refused a value of this request (a data error or a check on the value):
+    the change cannot be applied as asked, and retrying it as it is will not help."""
+
+
 class StoreUnavailable(GravitinoError):
     """The shared database cannot be reached; nothing was changed."""
 
@@ -149,3 +203,30 @@ class StoreUnavailable(GravitinoError):
 
 class SchemaVersionMismatch(Exception):
     """The database is not migrated to the revision this code expects; the server must not start."""
+
+
+# ---------------------------------------------------------------- partitions, tags, statistics (issue 18)
+
+
+class NoSuchPartition(NotFound):
+    type_name = "NoSuchPartitionException"
+
+
+class PartitionAlreadyExists(AlreadyExists):
+    type_name = "PartitionAlreadyExistsException"
+
+
+class NoSuchTag(NotFound):
+    type_name = "NoSuchTagException"
+
+
+class TagAlreadyExists(AlreadyExists):
+    type_name = "TagAlreadyExistsException"
+
+
+class TagAlreadyAssociated(AlreadyExists):
+    type_name = "TagAlreadyAssociatedException"
+
+
+class IllegalStatisticName(IllegalArgument):
+    type_name = "IllegalStatisticNameException"

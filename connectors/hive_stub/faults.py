@@ -23,7 +23,8 @@ from typing import Any
 
 OPERATIONS = (
     "list_databases", "get_database", "create_database", "drop_database",
-    "list_tables", "get_table", "create_table", "alter_table", "rename_table", "drop_table",
+    "list_tables", "get_table", "create_table", "alter_table", "rename_table", "drop_table", "fence",
+    "list_partitions", "get_partition", "create_partition", "drop_partition",
 )
 CRASH_EXIT_CODE = 75
 MAX_HANG_SECONDS = 600.0

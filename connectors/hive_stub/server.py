@@ -11,12 +11,21 @@
     PUT    /databases/<db>/tables/<t>          full replace (alter)
     POST   /databases/<db>/tables/<t>/rename   {"database", "name"}
     DELETE /databases/<db>/tables/<t>
+    GET    /databases/<db>/tables/<t>/partitions          -> {"partitions": [Gravitino partition JSON]}
+    POST   /databases/<db>/tables/<t>/partitions          {identity partition} -> 201 the partition as kept
+    GET    /databases/<db>/tables/<t>/partitions/<p>
+    DELETE /databases/<db>/tables/<t>/partitions/<p>      -> {"dropped": n} (p may be a partial spec)
+    POST   /fences                             record the request's fence only (the repair's barrier)
+
+Mutating requests may carry a fence in headers (connectors/fencing.py: X-Gravimeta-Fence-Scope,
+X-Gravimeta-Fence, X-Gravimeta-Fence-Related); a stale one is answered 409 {"error": "StaleFence"}.
 
     GET /_faults, DELETE /_faults (clear all, release hangs), POST /_faults/release,
     PUT /_faults/<latency|fail|hang|crash> (see faults.py). Fault endpoints are never faulted.
 
 Errors are {"error": name, "message": text} with 400, 404 (NoSuch*), 409 (*AlreadyExists,
-DatabaseNotEmpty) or 500 (InjectedFailure).
+DatabaseNotEmpty, PartitionAlreadyExists, StaleFence) or 500 (InjectedFailure). Partitions follow Hive's
+rules (partitions.py).
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from connectors.fencing import Fence
 from connectors.hive_stub.faults import Faults, InjectedFailure, parse_fault
 from connectors.hive_stub.storage import Metastore, StubError
 
@@ -99,31 +109,45 @@ class Handler(BaseHTTPRequestHandler):
 
     def _route(self, method: str, parts: list[str], query: dict[str, str], body: Any) -> Route:
         ms = self.server.metastore
+        try:
+            fence = Fence.from_headers(self.headers.get)
+        except ValueError:
+            raise StubError(400, "BadRequest", "a malformed fence header") from None
         match method, parts:
+            case "POST", ["fences"]:
+                return "fence", lambda: ms.fence(fence)
             case "GET", ["databases"]:
                 return "list_databases", lambda: {"databases": ms.list_databases()}
             case "POST", ["databases"]:
-                return "create_database", lambda: ms.create_database(_object(body))
+                return "create_database", lambda: ms.create_database(_object(body), fence)
             case "GET", ["databases", db]:
                 return "get_database", lambda: ms.get_database(db)
             case "DELETE", ["databases", db]:
                 cascade = query.get("cascade", "false").lower() == "true"
-                return "drop_database", lambda: ms.drop_database(db, cascade)
+                return "drop_database", lambda: ms.drop_database(db, cascade, fence)
             case "GET", ["databases", db, "tables"]:
                 return "list_tables", lambda: {"tables": ms.list_tables(db)}
             case "POST", ["databases", db, "tables"]:
-                return "create_table", lambda: ms.create_table(db, _object(body))
+                return "create_table", lambda: ms.create_table(db, _object(body), fence)
             case "GET", ["databases", db, "tables", t]:
                 return "get_table", lambda: ms.get_table(db, t)
             case "PUT", ["databases", db, "tables", t]:
-                return "alter_table", lambda: ms.replace_table(db, t, _object(body))
+                return "alter_table", lambda: ms.replace_table(db, t, _object(body), fence)
             case "POST", ["databases", db, "tables", t, "rename"]:
                 target = _object(body)
                 return "rename_table", lambda: ms.rename_table(
-                    db, t, str(target.get("database") or db), str(target.get("name") or t)
+                    db, t, str(target.get("database") or db), str(target.get("name") or t), fence
                 )
             case "DELETE", ["databases", db, "tables", t]:
-                return "drop_table", lambda: ms.drop_table(db, t)
+                return "drop_table", lambda: ms.drop_table(db, t, fence)
+            case "GET", ["databases", db, "tables", t, "partitions"]:
+                return "list_partitions", lambda: {"partitions": ms.list_partitions(db, t)}
+            case "POST", ["databases", db, "tables", t, "partitions"]:
+                return "create_partition", lambda: ms.add_partition(db, t, _object(body), fence)
+            case "GET", ["databases", db, "tables", t, "partitions", p]:
+                return "get_partition", lambda: ms.get_partition(db, t, p)
+            case "DELETE", ["databases", db, "tables", t, "partitions", p]:
+                return "drop_partition", lambda: ms.drop_partitions(db, t, p, fence)
         raise StubError(404, "NotFound", f"no route {method} /{'/'.join(parts)}")
 
     def _faults(self, method: str, parts: list[str], body: Any) -> Any:

@@ -1,18 +1,45 @@
-"""The REST API: Flask blueprints (parse and validate), DTOs, and the error handler."""
+"""The REST API: Flask blueprints (parse and validate), DTOs, and the error handler.
+
+The blueprints are imported when an app is built, not when this package is: `gravimeta serve` imports
+gravimeta.api.request_log before gunicorn starts, and prometheus_client (which the blueprints import)
+must not be imported before its multiprocess directory is set (gravimeta/serving/metrics_dir.py).
+"""
 
 from __future__ import annotations
 
 from flask import Flask
 
-from gravimeta.api import admin, catalogs, metalakes, openapi, schemas, tables, version
-from gravimeta.api.auth import register_auth
-from gravimeta.api.errors import register_error_handlers
-from gravimeta.api.request_log import register_request_log
-
 
 def register_api(app: Flask) -> None:
-    for module in (version, admin, metalakes, catalogs, schemas, tables, openapi):
+    from gravimeta.api import (
+        admin,
+        catalogs,
+        health,
+        metalakes,
+        openapi,
+        owners,
+        partitions,
+        principals,
+        schemas,
+        statistics,
+        tables,
+        tags,
+        version,
+    )
+    from gravimeta.api.auth import register_auth
+    from gravimeta.api.errors import register_error_handlers
+    from gravimeta.api.input_rules import register_input_rules
+    from gravimeta.api.request_log import register_request_log
+    from gravimeta.api.request_metrics import register_request_metrics
+
+    for module in (version, health, admin, metalakes, catalogs, schemas, tables, partitions, statistics, tags,
+                   owners, openapi):
         app.register_blueprint(module.blueprint)
+    app.register_blueprint(principals.users)
+    app.register_blueprint(principals.groups)
     register_request_log(app)  # before authentication: a 401 is logged with its request id too
     register_auth(app, app.extensions["gravimeta"].settings)
+    register_input_rules(app)  # after authentication: it checks the authenticated user too
     register_error_handlers(app)
+    health.register_store_gate(app)  # 503 while the store is away or not at this code's revision
+    register_request_metrics(app)

@@ -1,4 +1,5 @@
-"""Operator endpoints: live cross-node claims and replicas (/api/admin/locks), Prometheus /metrics.
+"""Operator endpoints: live cross-node claims, replicas and what is unsafe about them (/api/admin/locks),
+Prometheus /metrics.
 
 Not part of Gravitino's API. They read the shared database directly, so any replica shows the claims of
 all replicas. With authentication on, only service admins may use them (api/auth.py).
@@ -16,6 +17,7 @@ from gravimeta.api.auth import admin_only
 from gravimeta.api.dto import ok
 from gravimeta.concurrency.node_registry import list_nodes
 from gravimeta.concurrency.reclaimer import live_claims
+from gravimeta.concurrency.replica_safety import store_warnings
 
 blueprint = Blueprint("admin", __name__)
 
@@ -26,13 +28,15 @@ def locks() -> Any:
     services = current_app.extensions["gravimeta"]
     engine = services.store.engine
     runtime = services.coordinator.runtime
+    nodes = list_nodes(engine)
     return ok(
         distributedLock={
             "enabled": services.settings.distributed_lock_enabled,
             "backend": getattr(runtime, "backend", "NONE"),
         },
         claims=live_claims(engine),
-        nodes=list_nodes(engine),
+        nodes=nodes,
+        warnings=store_warnings(nodes),
     )
 
 
@@ -43,5 +47,5 @@ def metrics() -> Response:
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
-        return Response(generate_latest(registry), mimetype=CONTENT_TYPE_LATEST)
-    return Response(generate_latest(), mimetype=CONTENT_TYPE_LATEST)
+        return Response(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
+    return Response(generate_latest(), content_type=CONTENT_TYPE_LATEST)

@@ -9,15 +9,27 @@ acts as `anonymous`):
           (base64 of the HMAC secret, or of the DER public key; a PEM public key is accepted too) and
           signAlgorithmType (HS256/384/512, RS256/384/512, ES256/384/512, PS256/384/512); the token
           must carry `aud` = serviceAudience; the user is the first of principalFields (default `sub`).
-          An expired, badly signed or malformed token is a 401.
+          An expired, badly signed or malformed token is a 401. Unlike Gravitino (whose JWT library
+          accepts a token without `exp` forever), a token must carry `exp` unless
+          gravimeta.authenticator.oauth.allowTokensWithoutExp=true, and the time claims `exp`, `nbf` and
+          `iat`, when present, must be numbers of seconds (NumericDate, RFC 7519) from 0 to the end of year
+          9999: a string, a boolean or 10^30 is a malformed token, not a token that never expires.
 The first authenticator that supports the header decides; when none does the request gets 401
 UnauthorizedException (code 1011) with a WWW-Authenticate challenge.
 
-Views marked @admin_only (metalake create/drop, lock inspection, metrics) need, when authentication is
-on, a user listed in gravitino.authorization.serviceAdmins: anyone else gets 403 ForbiddenException
-(an unauthenticated `anonymous` gets 401, so that it knows to send credentials).
+`simple` is the default, as in Gravitino: the client's user name becomes the creator (and owner) of
+what it creates; a request without credentials is `anonymous`. gravitino.authenticators="" turns
+authentication off (every request is `anonymous`).
 
-/api/version, CLOSE /, /health/live and /api/openapi.json stay open: the official client calls
+Views marked @admin_only (metalake create/drop, lock inspection, metrics) need a user listed in
+gravitino.authorization.serviceAdmins once that list names anyone (with no service admins configured,
+nobody could pass the check, so there is none): anyone else gets 403 ForbiddenException (an
+unauthenticated `anonymous` gets 401, so that it knows to send credentials). With
+gravitino.authorization.enable=true, a view also marked @owner_may (metalake drop) is left to the
+ownership check of its dispatcher instead (the metalake's owner or a service admin may drop it;
+gravimeta/ownership/authorizer.py).
+
+/api/version, CLOSE /, the health endpoints (api/health.py) and /api/openapi.json stay open: the official client calls
 /api/version before anything else.
 """
 
@@ -33,11 +45,12 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from flask import Flask, current_app, g, request
 
-from gravimeta.config import Settings
+from gravimeta.config import Settings, service_admins
 from gravimeta.errors import Forbidden, Unauthorized
 
 ANONYMOUS = "anonymous"
-OPEN_ENDPOINTS = frozenset({"version.version", "version.close", "version.live", "openapi.document", "static"})
+OPEN_ENDPOINTS = frozenset({"version.version", "version.close", "health.live", "health.ready", "health.health",
+                            "openapi.document", "static"})
 ALGORITHMS = ("HS256", "HS384", "HS512", "RS256", "RS384", "RS512", "ES256", "ES384", "ES512",
               "PS256", "PS384", "PS512")
 
@@ -99,6 +112,7 @@ class OAuthAuthenticator:
         self.key = _decode_key(settings.oauth_sign_key, algorithm)
         self.audience = settings.oauth_audience
         self.leeway = settings.oauth_allow_skew_s
+        self.require_exp = not settings.oauth_allow_tokens_without_exp
         self.fields = [f.strip() for f in settings.oauth_principal_fields.split(",") if f.strip()] or ["sub"]
 
     def supports(self, header: str | None) -> bool:
@@ -110,7 +124,8 @@ class OAuthAuthenticator:
             raise AuthenticationRequired("Empty token authorization header", [self.challenge])
         try:
             claims = jwt.decode(token, self.key, algorithms=[self.algorithm], audience=self.audience,
-                                leeway=self.leeway)
+                                leeway=self.leeway, options={"require": ["exp"] if self.require_exp else []})
+            _check_time_claims(claims)
         except jwt.ExpiredSignatureError:
             raise AuthenticationRequired("JWT parse error: the token has expired",
                                          [f'{self.challenge}, error="invalid_token"']) from None
@@ -122,6 +137,23 @@ class OAuthAuthenticator:
             if isinstance(value, str) and value.strip():
                 return value
         raise AuthenticationRequired("No valid principal found in token", [self.challenge])
+
+
+#: the largest NumericDate accepted: 9999-12-31T23:59:59Z
+MAX_NUMERIC_DATE = 253_402_300_799
+TIME_CLAIMS = ("exp", "nbf", "iat")
+
+
+def _check_time_claims(claims: dict[str, Any]) -> None:
+    """PyJWT converts time claims with int(), so "9999999999" and 1e30 would pass as times; refuse them."""
+    for name in TIME_CLAIMS:
+        if name not in claims:
+            continue
+        value = claims[name]
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_NUMERIC_DATE:
+            raise jwt.InvalidTokenError(
+                f"the {name} claim must be a number of seconds since the epoch, from 0 to {MAX_NUMERIC_DATE}"
+            )
 
 
 def _decode_key(raw: str, algorithm: str) -> Any:
@@ -151,13 +183,15 @@ def build_authenticators(settings: Settings) -> list[Authenticator]:
 
 
 def admin_only(view: Callable[..., Any]) -> Callable[..., Any]:
-    """Mark a view as needing a service admin when authentication is on."""
+    """Mark a view as needing a service admin (when authentication is on and service admins are configured)."""
     view.admin_only = True  # type: ignore[attr-defined]
     return view
 
 
-def service_admins(settings: Settings) -> frozenset[str]:
-    return frozenset(a.strip() for a in settings.service_admins.split(",") if a.strip())
+def owner_may(view: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark an @admin_only view that the object's owner may use too when authorization is on."""
+    view.owner_may = True  # type: ignore[attr-defined]
+    return view
 
 
 def register_auth(app: Flask, settings: Settings) -> None:
@@ -182,7 +216,10 @@ def register_auth(app: Flask, settings: Settings) -> None:
             raise AuthenticationRequired("The provided credentials did not support",
                                          [a.challenge for a in authenticators])
         view = current_app.view_functions.get(request.endpoint or "")
-        if getattr(view, "admin_only", False) and g.user not in admins:
+        gated = getattr(view, "admin_only", False) and bool(admins)
+        if gated and settings.authorization_enabled and getattr(view, "owner_may", False):
+            return  # the dispatcher checks ownership (owner or service admin)
+        if gated and g.user not in admins:
             if not g.authenticated:
                 raise AuthenticationRequired(f"{request.method} {request.path} needs a service admin's credentials",
                                              [a.challenge for a in authenticators])

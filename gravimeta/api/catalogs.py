@@ -6,8 +6,9 @@ from typing import Any
 
 from flask import Blueprint
 
+from gravimeta import errors
 from gravimeta.api import dto, payloads
-from gravimeta.api.errors import operation
+from gravimeta.api.errors import note_refusal, operation
 from gravimeta.api.requests import dispatchers, flag, json_body, user
 from gravimeta.entities import Catalog
 from gravimeta.errors import GravitinoError
@@ -24,14 +25,38 @@ def list_catalogs(metalake: str) -> Any:
     return dto.ok(identifiers=dto.identifiers([metalake], [c.name for c in catalogs]))
 
 
+def _catalog_of(metalake: str, body: dict[str, Any]) -> Catalog:
+    return Catalog(
+        metalake, body["name"], body["type"].lower(), body["provider"], body["comment"], body["properties"] or {}
+    )
+
+
 @blueprint.post("")
 @operation("catalog", "CREATE")
 def create_catalog(metalake: str) -> Any:
-    body = payloads.load(payloads.CatalogCreate, json_body())
-    catalog = Catalog(
-        metalake, body["name"], body["type"].lower(), body["provider"], body["comment"], body["properties"] or {}
-    )
+    catalog = _catalog_of(metalake, payloads.load(payloads.CatalogCreate, json_body()))
     return dto.ok(catalog=dto.catalog(dispatchers().catalogs.create(catalog, user())))
+
+
+# Gravitino's ExceptionHandlers.handleTestConnectionException answers these with HTTP 200 and an error
+# body; anything else keeps its own status.
+_TEST_CONNECTION_ERRORS = (errors.IllegalArgument, errors.ConnectionFailed, errors.NotFound,
+                           errors.AlreadyExists, errors.NotInUse)
+
+
+@blueprint.post("/testConnection")
+@operation("catalog", "TEST")
+def test_new_connection(metalake: str) -> Any:
+    """Gravitino's pre-create probe: the body is a catalog create request; nothing is stored. A body
+    that is not JSON is a 400 (as Gravitino's JSON mappers answer); a failed check or probe is HTTP 200
+    with a non-zero code."""
+    body = json_body()
+    try:
+        catalog = _catalog_of(metalake, payloads.load(payloads.CatalogCreate, body))
+        dispatchers().catalogs.test_new(catalog)
+    except _TEST_CONNECTION_ERRORS as exc:
+        return {"code": exc.code, "type": exc.type_name, "message": exc.message, "stack": None}
+    return dto.ok()
 
 
 @blueprint.get("/<catalog>")
@@ -58,7 +83,7 @@ def set_catalog_in_use(metalake: str, catalog: str) -> Any:
 @blueprint.delete("/<catalog>")
 @operation("catalog", "DROP", "catalog")
 def drop_catalog(metalake: str, catalog: str) -> Any:
-    return dto.ok(dropped=dispatchers().catalogs.drop(metalake, catalog, force=flag("force")))
+    return dto.ok(dropped=dispatchers().catalogs.drop(metalake, catalog, force=flag("force"), user=user()))
 
 
 @blueprint.post("/<catalog>/testConnection")
@@ -70,5 +95,6 @@ def test_connection(metalake: str, catalog: str) -> Any:
         changes = payloads.load_updates(body, payloads.CATALOG_UPDATES) if body is not None else []
         dispatchers().catalogs.test_connection(metalake, catalog, changes)
     except GravitinoError as exc:
+        note_refusal(exc)
         return {"code": exc.code, "type": exc.type_name, "message": exc.message, "stack": None}
     return dto.ok()

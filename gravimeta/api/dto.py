@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gravimeta.entities import Audit, Catalog, Column, Metalake, Schema, Table
+from gravimeta.ownership.store import Owner, Principal
 
 NO_DISTRIBUTION = {"strategy": "none", "number": 0, "funcArgs": []}
 
@@ -23,11 +24,14 @@ def _in_use(properties: dict[str, str], in_use: bool) -> dict[str, str]:
     return {**properties, "in-use": "true" if in_use else "false"}
 
 
-def metalake(m: Metalake) -> dict[str, Any]:
+def metalake(m: Metalake, resolved: bool = True) -> dict[str, Any]:
+    """`resolved`: load and list add the `in-use` property; create and alter answer with the stored
+    properties only, which hold `in-use` once an enable or disable stored it (Gravitino's
+    MetalakeManager.newMetalakeWithResolvedProperties is applied on load/list only)."""
     return {
         "name": m.name,
         "comment": m.comment,
-        "properties": _in_use(m.properties, m.in_use),
+        "properties": _in_use(m.properties, m.in_use) if resolved else dict(m.properties),
         "audit": audit(m.audit),
     }
 
@@ -72,6 +76,15 @@ def table(t: Table) -> dict[str, Any]:
         "partitioning": t.partitioning,
         "indexes": t.indexes,
     }
+
+
+def owner(o: Owner) -> dict[str, Any]:
+    return {"name": o.name, "type": o.type}
+
+
+def principal(p: Principal) -> dict[str, Any]:
+    """A UserDTO or GroupDTO: gravimeta grants no roles."""
+    return {"name": p.name, "roles": [], "audit": audit(p.audit)}
 
 
 def identifiers(namespace: list[str], names: list[str]) -> list[dict[str, Any]]:

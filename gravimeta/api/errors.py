@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,7 @@ from flask import Flask, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from gravimeta import errors
+from gravimeta.api.request_log import request_id
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +29,21 @@ _KINDS = {
     "schema": ("catalog", "catalog"),
     "table": ("schema", "schema"),
 }
+# kinds whose messages Gravitino words differently (its OwnerExceptionHandler, UserExceptionHandler, ...)
+_TEMPLATES = {
+    "owner": "Failed to execute{name} owner operation [{op}] under metalake [{metalake}], reason [{reason}]",
+    "user": "Failed to operate user{name} operation [{op}] under metalake [{metalake}], reason [{reason}]",
+    "group": "Failed to operate group{name} operation [{op}] under metalake [{metalake}], reason [{reason}]",
+}
+_NAME_PREFIXES = {"owner": "metadata object "}
+# families Gravitino words otherwise: "Failed to operate <subject> [name] operation [OP] <phrase> [parent]"
+# (ExceptionHandlers: PartitionExceptionHandler, TagExceptionHandler, StatisticExceptionHandler, ...)
+_PHRASES = {
+    "partition": ("partition(s)", "of table"),
+    "partition stats": ("partition stats", "of table"),
+    "tag": ("tag(s)", "under object"),
+    "statistic": ("statistic(s)", "on parent"),
+}
 _HTTP_ERRORS = {
     404: errors.NotFound,
     405: errors.UnsupportedOperation,
@@ -35,13 +52,16 @@ _HTTP_ERRORS = {
 }
 
 
-def operation(kind: str, op: str, name_arg: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Record what a view does, for error messages."""
+def operation(kind: str, op: str, name_arg: str | None = None,
+              parent_arg: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Record what a view does, for error messages. `parent_arg`: the view argument naming the parent
+    in the message, for the families of _PHRASES."""
 
     def decorate(view: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(view)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             g.operation = (kind, op, kwargs.get(name_arg) if name_arg else None, kwargs)
+            g.operation_parent = kwargs.get(parent_arg) if parent_arg else None
             return view(*args, **kwargs)
 
         return wrapper
@@ -49,11 +69,26 @@ def operation(kind: str, op: str, name_arg: str | None = None) -> Callable[[Call
     return decorate
 
 
+def operation_names(name: str) -> None:
+    """Name the object of the current operation once it is known (e.g. from the request body)."""
+    context = getattr(g, "operation", None)
+    if context is not None:
+        g.operation = (context[0], context[1], name, context[3])
+
+
 def _message(reason: str) -> str:
     context = getattr(g, "operation", None)
     if context is None:
         return reason
     kind, op, name, kwargs = context
+    if kind in _TEMPLATES:
+        named = f" [{_NAME_PREFIXES.get(kind, '')}{name}]" if name else ""
+        return _TEMPLATES[kind].format(name=named, op=op, metalake=kwargs.get("metalake"), reason=reason)
+    if kind in _PHRASES:
+        subject, phrase = _PHRASES[kind]
+        named = f" [{name}]" if name else ""
+        return f"Failed to operate {subject}{named} operation [{op}] {phrase} [{g.get('operation_parent') or ''}], " \
+               f"reason [{reason}]"
     parent_kind, parent_arg = _KINDS[kind]
     subject = f"Failed to operate {kind}(s)" + (f" [{name}]" if name else "") + f" operation [{op}]"
     if parent_kind and kwargs.get(parent_arg):
@@ -68,6 +103,7 @@ def error_body(exc: errors.GravitinoError, message: str | None = None) -> dict[s
 def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(errors.GravitinoError)
     def _domain(exc: errors.GravitinoError) -> Any:
+        note_refusal(exc)
         response = jsonify(error_body(exc, _message(exc.message)))
         if isinstance(exc, errors.ScopeBusy):
             response.headers["Retry-After"] = "1"
@@ -90,5 +126,23 @@ def register_error_handlers(app: Flask) -> None:
 
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception) -> Any:
-        log.exception("unexpected error in %s %s", request.method, request.path)
+        if isinstance(exc, RecursionError):  # a 1,000-frame traceback says nothing the last frames do not
+            log.error("unexpected RecursionError in %s %s (request %s) at %s", request.method, request.path,
+                      request_id(), traceback.format_exception(exc)[-2].strip().replace("\n", " | "))
+        else:
+            log.exception("unexpected error in %s %s (request %s)", request.method, request.path, request_id())
         return jsonify(error_body(errors.GravitinoError(_message(f"Internal error: {type(exc).__name__}")))), 500
+
+
+def note_refusal(exc: errors.GravitinoError) -> None:
+    """Put what the client is told into this request's one log line (api/request_log.py), with the
+    details only the server log may hold (GravitinoError.detail, also of the errors it was raised from:
+    absolute paths, database hosts and roles). Refused input is logged this way: one line, never a
+    traceback."""
+    details: list[str] = []
+    cause: BaseException | None = exc
+    while cause is not None and len(details) < 5:
+        if isinstance(cause, errors.GravitinoError) and cause.detail:
+            details.append(cause.detail)
+        cause = cause.__cause__
+    g.refusal = {"error": exc.type_name, "reason": exc.message[:500], **({"detail": "; ".join(details)} if details else {})}

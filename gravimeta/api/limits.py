@@ -1,6 +1,7 @@
 """Size limits on request payloads, checked after the marshmallow schemas (400 naming the limit).
 
-Names: not blank, at most 128 characters, no '/' or control characters (payloads.validate_name;
+Names: new names follow Gravitino's rules (gravimeta/names.py, payloads.NewName); names that refer to
+existing entities are not blank, at most 128 characters, no '/' or control characters (payloads.validate_name;
 Gravitino's relational store has VARCHAR(128) name columns and checks only "not blank").
 Comments (entity, column, updateComment): gravimeta.limits.comment-max-chars, default 256 (Gravitino's
 store has VARCHAR(256) comment columns). Properties: at most gravimeta.limits.properties-max-count
@@ -17,6 +18,7 @@ from typing import Any
 
 from flask import current_app, has_app_context
 
+from gravimeta import capacity
 from gravimeta.config import Settings
 from gravimeta.errors import IllegalArgument
 
@@ -75,6 +77,12 @@ def _check_entity(data: dict[str, Any], limits: Limits, where: str) -> None:
                 f"Invalid request: {where}{key} is {len(value)} characters long; the limit is {limits.comment} "
                 "(gravimeta.limits.comment-max-chars)"
             )
+        # a configured limit above ~16k characters could exceed the comment column on MySQL/MariaDB
+        if isinstance(value, str) and len(value) * 4 > capacity.TEXT_BYTES and len(value.encode()) > capacity.TEXT_BYTES:
+            raise IllegalArgument(
+                f"Invalid request: {where}{key} is {len(value.encode())} bytes long in UTF-8; the metadata store "
+                f"holds at most {capacity.TEXT_BYTES} bytes"
+            )
     properties = data.get("properties")
     if isinstance(properties, dict):
         if len(properties) > limits.properties:
@@ -83,6 +91,8 @@ def _check_entity(data: dict[str, Any], limits: Limits, where: str) -> None:
                 f"{limits.properties} (gravimeta.limits.properties-max-count)"
             )
         _check_properties(properties.items(), limits, f"{where}properties")
+        if len(properties) * (limits.key + limits.value) > capacity.JSON_BYTES:  # reachable only when configured so
+            capacity.check_json_size(properties, f"Invalid request: {where}properties")
 
 
 def _check_properties(items: Iterable[tuple[str, Any]], limits: Limits, where: str) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 from flask import Blueprint
 
 from gravimeta.api import dto, payloads
-from gravimeta.api.auth import admin_only
+from gravimeta.api.auth import admin_only, owner_may
 from gravimeta.api.errors import operation
 from gravimeta.api.requests import dispatchers, flag, json_body, user
 from gravimeta.entities import Metalake
@@ -27,7 +27,7 @@ def list_metalakes() -> Any:
 def create_metalake() -> Any:
     body = payloads.load(payloads.MetalakeCreate, json_body())
     metalake = Metalake(body["name"], body["comment"], body["properties"] or {})
-    return dto.ok(metalake=dto.metalake(dispatchers().metalakes.create(metalake, user())))
+    return dto.ok(metalake=dto.metalake(dispatchers().metalakes.create(metalake, user()), resolved=False))
 
 
 @blueprint.get("/<metalake>")
@@ -40,7 +40,8 @@ def load_metalake(metalake: str) -> Any:
 @operation("metalake", "ALTER", "metalake")
 def alter_metalake(metalake: str) -> Any:
     changes = payloads.load_updates(json_body(), payloads.METALAKE_UPDATES)
-    return dto.ok(metalake=dto.metalake(dispatchers().metalakes.alter(metalake, changes, user())))
+    altered = dispatchers().metalakes.alter(metalake, changes, user())
+    return dto.ok(metalake=dto.metalake(altered, resolved=False))
 
 
 @blueprint.patch("/<metalake>")
@@ -53,6 +54,7 @@ def set_metalake_in_use(metalake: str) -> Any:
 
 @blueprint.delete("/<metalake>")
 @admin_only
+@owner_may
 @operation("metalake", "DROP", "metalake")
 def drop_metalake(metalake: str) -> Any:
-    return dto.ok(dropped=dispatchers().metalakes.drop(metalake, force=flag("force")))
+    return dto.ok(dropped=dispatchers().metalakes.drop(metalake, force=flag("force"), user=user()))

@@ -21,9 +21,10 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, Flask, current_app, jsonify
 from marshmallow import INCLUDE, Schema, fields
 
-from gravimeta import GRAVITINO_API_VERSION, __version__
-from gravimeta.api import payloads
+from gravimeta import GRAVITINO_API_VERSION, __version__, capacity, names
+from gravimeta.api import openapi_attached, payloads
 from gravimeta.api.auth import OPEN_ENDPOINTS, build_authenticators
+from gravimeta.api.input_rules import NAME_ARGS
 
 blueprint = Blueprint("openapi", __name__)
 
@@ -155,20 +156,68 @@ class DropResponse(BaseResponse):
     dropped = fields.Boolean(required=True)
 
 
+class HealthCheck(_Out):
+    name = fields.String(required=True)
+    status = fields.String(required=True)
+    details = fields.Dict(keys=fields.String(), values=fields.String(), required=True)
+
+
+class Owner(_Out):
+    name = fields.String(required=True)
+    type = fields.String(required=True, metadata={"description": "USER or GROUP"})
+
+
+class OwnerResponse(BaseResponse):
+    owner = fields.Nested(Owner, allow_none=True, metadata={"description": "null: the object has no owner"})
+
+
+class SetResponse(BaseResponse):
+    set = fields.Boolean(required=True)
+
+
+class Principal(_Out):
+    name = fields.String(required=True)
+    roles = fields.List(fields.String(), required=True)
+    audit = fields.Nested(Audit, required=True)
+
+
+class UserResponse(BaseResponse):
+    user = fields.Nested(Principal, required=True)
+
+
+class GroupResponse(BaseResponse):
+    group = fields.Nested(Principal, required=True)
+
+
+class PrincipalListResponse(BaseResponse):
+    """names without ?details=true; users (or groups) with it."""
+
+    names = fields.List(fields.String())
+    users = fields.List(fields.Nested(Principal))
+    groups = fields.List(fields.Nested(Principal))
+
+
+class RemoveResponse(BaseResponse):
+    removed = fields.Boolean(required=True)
+
+
 class HealthResponse(BaseResponse):
     status = fields.String(required=True)
+    checks = fields.List(fields.Nested(HealthCheck), required=True)
 
 
 class LocksResponse(BaseResponse):
     distributedLock = fields.Dict(required=True)
     claims = fields.List(fields.Dict(), required=True)
     nodes = fields.List(fields.Dict(), required=True)
+    warnings = fields.List(fields.String(), required=True)
 
 
 RESPONSES: list[type[Schema]] = [
     ErrorResponse, BaseResponse, TestConnectionResponse, VersionResponse, MetalakeResponse, MetalakeListResponse,
     CatalogResponse, CatalogListResponse, EntityListResponse, SchemaResponse, TableResponse, DropResponse,
-    HealthResponse, LocksResponse,
+    HealthResponse, LocksResponse, OwnerResponse, SetResponse, UserResponse, GroupResponse, PrincipalListResponse,
+    RemoveResponse, *openapi_attached.RESPONSES,
 ]
 
 # ------------------------------------------------------------------ the operations
@@ -189,13 +238,20 @@ _FLAGS = {
     "force": "drop even if in use / not empty",
     "cascade": "drop the schema's tables too",
     "purge": "purge the table's data too",
-    "details": "list full catalogs instead of identifiers",
+    "details": "list full objects (catalogs, users, groups) instead of identifiers or names",
+}
+# string query parameters
+_TEXTS = {
+    "parentSchema": "list the sub-schemas of this hierarchical schema (no catalog here has any: a non-blank "
+                    "value is a 405 UnsupportedOperationException, an empty ':' segment a 400)",
 }
 
 OPERATIONS: dict[str, Op] = {
     "version.version": Op("Server version (always open; the clients call it first)", "VersionResponse"),
     "version.close": Op("Sent by the official client's close(); does nothing", "BaseResponse"),
-    "version.live": Op("Liveness", "HealthResponse"),
+    "health.live": Op("Liveness: the process answers (Gravitino's /api/health/live)", "HealthResponse"),
+    "health.ready": Op("Readiness: store, schema revision, heartbeat; 503 when a check is DOWN", "HealthResponse"),
+    "health.health": Op("Liveness and readiness together; 503 when a check is DOWN", "HealthResponse"),
     "openapi.document": Op("This document", None),
     "admin.locks": Op("Live cross-node claims and replicas (service admins)", "LocksResponse", admin=True),
     "admin.metrics": Op("Prometheus metrics (service admins)", None, admin=True),
@@ -215,16 +271,36 @@ OPERATIONS: dict[str, Op] = {
     "catalogs.drop_catalog": Op("Drop a catalog", "DropResponse", query=("force",)),
     "catalogs.test_connection": Op("Test a catalog's connection, optionally with changes (HTTP 200 either way)",
                                    "TestConnectionResponse", "CatalogUpdatesRequest", body_required=False),
-    "schemas.list_schemas": Op("List schemas", "EntityListResponse"),
+    "catalogs.test_new_connection": Op(
+        "Test whether a catalog could be created as described, without creating it (HTTP 200 with an error "
+        "body for a bad request, a missing or disabled metalake, an existing catalog or a failed probe)",
+        "TestConnectionResponse", "CatalogCreate"),
+    "schemas.list_schemas": Op("List schemas: the store's and the catalog engine's (502 when the engine cannot be reached)", "EntityListResponse", query=("parentSchema",)),
     "schemas.create_schema": Op("Create a schema", "SchemaResponse", "SchemaCreate"),
-    "schemas.load_schema": Op("Load a schema", "SchemaResponse"),
+    "schemas.load_schema": Op("Load a schema (one only the catalog's engine has is imported into the store)", "SchemaResponse"),
     "schemas.alter_schema": Op("Alter a schema", "SchemaResponse", "SchemaUpdatesRequest"),
-    "schemas.drop_schema": Op("Drop a schema", "DropResponse", query=("cascade",)),
-    "tables.list_tables": Op("List tables", "EntityListResponse"),
+    "schemas.drop_schema": Op("Drop a schema (one only the catalog's engine has is dropped there)", "DropResponse", query=("cascade",)),
+    "tables.list_tables": Op("List tables: the store's and the catalog engine's (502 when the engine cannot be reached)", "EntityListResponse"),
     "tables.create_table": Op("Create a table", "TableResponse", "TableCreate"),
-    "tables.load_table": Op("Load a table", "TableResponse"),
+    "tables.load_table": Op("Load a table (one only the catalog's engine has is imported into the store)", "TableResponse"),
     "tables.alter_table": Op("Alter a table", "TableResponse", "TableUpdatesRequest"),
-    "tables.drop_table": Op("Drop (or purge) a table", "DropResponse", query=("purge",)),
+    "tables.drop_table": Op("Drop (or purge) a table (one only the catalog's engine has is dropped there)", "DropResponse", query=("purge",)),
+    # owners, users and groups: 405 unless gravitino.authorization.enable=true (docs/authorization.md)
+    "owners.get_owner": Op("The owner of a metadata object ({object_type}: metalake, catalog, schema, table; "
+                           "{full_name}: dot-separated, without the metalake)", "OwnerResponse"),
+    "owners.set_owner": Op("Set the owner of a metadata object (its owner, an enclosing object's owner or a "
+                           "service admin)", "SetResponse", "OwnerSetRequest"),
+    "users.add_user": Op("Add a user to the metalake (its owner or a service admin)", "UserResponse",
+                         "PrincipalAddRequest"),
+    "users.get_user": Op("Load a user of the metalake", "UserResponse"),
+    "users.list_users": Op("List the metalake's users", "PrincipalListResponse", query=("details",)),
+    "users.remove_user": Op("Remove a user; the objects it owned have no owner afterwards", "RemoveResponse"),
+    "groups.add_group": Op("Add a group to the metalake (its owner or a service admin)", "GroupResponse",
+                           "PrincipalAddRequest"),
+    "groups.get_group": Op("Load a group of the metalake", "GroupResponse"),
+    "groups.list_groups": Op("List the metalake's groups", "PrincipalListResponse", query=("details",)),
+    "groups.remove_group": Op("Remove a group; the objects it owned have no owner afterwards", "RemoveResponse"),
+    **openapi_attached.operations(Op),
 }
 
 REQUESTS: dict[str, type[Schema]] = {
@@ -233,18 +309,24 @@ REQUESTS: dict[str, type[Schema]] = {
     "SchemaCreate": payloads.SchemaCreate,
     "TableCreate": payloads.TableCreate,
     "InUseRequest": payloads.InUseRequest,
+    "OwnerSetRequest": payloads.OwnerSetRequest,
+    "PrincipalAddRequest": payloads.PrincipalAddRequest,
+    **openapi_attached.REQUESTS,
 }
 UPDATES = {
     "Metalake": (payloads.METALAKE_UPDATES, 0),
     "Catalog": (payloads.CATALOG_UPDATES, 0),
     "Schema": (payloads.SCHEMA_UPDATES, 0),
     "Table": (payloads.TABLE_UPDATES, 1),
+    **openapi_attached.UPDATES,
 }
 
 # ------------------------------------------------------------------ building
 
 
 def _name_attributes(_converter: Any, field_obj: Any, **_: Any) -> dict[str, Any]:
+    if isinstance(field_obj, payloads.NewName):
+        return {"minLength": 1, "maxLength": 64, "pattern": names.PATTERNS[field_obj.kind]}
     if isinstance(field_obj, payloads.Name):
         return {"minLength": 1, "maxLength": payloads.NAME_MAX, "pattern": r"^[^/\u0000-\u001f\u007f]*\S[^/\u0000-\u001f\u007f]*$"}
     return {}
@@ -338,7 +420,9 @@ def _operation(endpoint: str, arguments: list[str], schemes: list[dict[str, list
     op = OPERATIONS.get(endpoint)
     result: dict[str, Any] = {"operationId": endpoint.replace(".", "_"), "tags": [endpoint.split(".")[0]]}
     parameters = [
-        {"name": a, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}} for a in sorted(arguments)
+        {"name": a, "in": "path", "required": True, "schema": {
+            "type": "string", "minLength": 1, **({"maxLength": capacity.NAME_CHARS} if a in NAME_ARGS else {})}}
+        for a in sorted(arguments)
     ]
     if op is None:
         result.update({"x-undocumented": True, "summary": endpoint, "parameters": parameters,
@@ -346,6 +430,11 @@ def _operation(endpoint: str, arguments: list[str], schemes: list[dict[str, list
         return result
     parameters += [
         {"name": q, "in": "query", "required": False, "description": _FLAGS[q], "schema": {"type": "boolean"}}
+        if q in _FLAGS else
+        {"name": q, "in": "query", "required": False, "description": _TEXTS[q], "schema": {"type": "string"}}
+        if q in _TEXTS else
+        {"name": q, "in": "query", "required": False, "description": openapi_attached.QUERY[q][1],
+         "schema": {"type": openapi_attached.QUERY[q][0]}}
         for q in op.query
     ]
     result["summary"] = op.summary
@@ -365,6 +454,8 @@ def _operation(endpoint: str, arguments: list[str], schemes: list[dict[str, list
             "application/json": {"schema": {"$ref": f"#/components/schemas/{op.response}"}}}}
     result["responses"] = {"200": ok, **{s: {"$ref": "#/components/responses/Error"} for s in ERROR_STATUSES},
                            "default": {"$ref": "#/components/responses/Error"}}
+    if endpoint.startswith("health.") and endpoint != "health.live":  # DOWN is a health body too, not an error
+        result["responses"]["503"] = {**ok, "description": "A check is DOWN"}
     if endpoint in OPEN_ENDPOINTS:
         result["security"] = []
     elif schemes:

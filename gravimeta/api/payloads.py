@@ -8,10 +8,21 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from marshmallow import EXCLUDE, Schema, ValidationError, fields, post_load, validate, validates_schema
+from marshmallow import (
+    EXCLUDE,
+    Schema,
+    ValidationError,
+    fields,
+    post_load,
+    validate,
+    validates,
+    validates_schema,
+)
 
+from gravimeta import names, shape_limits
 from gravimeta.api import limits
 from gravimeta.errors import IllegalArgument
+from gravimeta.partitioning import normalize_partitioning
 from gravimeta.types import TypeError_, normalize_type, validate_expression
 
 NAME_MAX = 128
@@ -19,8 +30,9 @@ _BAD_NAME = re.compile(r"[/\x00-\x1f\x7f]")
 
 
 def validate_name(value: str, what: str = "name") -> str:
-    """Gravitino names: not blank, at most 128 characters, no '/' (it cannot be addressed in a URL)
-    and no control characters."""
+    """A name that refers to something that may exist already (rows stored before Gravitino's name rules
+    included): not blank, at most 128 characters, no '/' (it cannot be addressed in a URL) and no
+    control characters. New names use NewName."""
     if not isinstance(value, str) or not value.strip():
         raise IllegalArgument(f"{what} must not be blank")
     if len(value) > NAME_MAX:
@@ -35,6 +47,23 @@ class Name(fields.String):
         text = super()._deserialize(value, attr, data, **kwargs)
         try:
             return validate_name(text)
+        except IllegalArgument as exc:
+            raise ValidationError(exc.message) from None
+
+
+class NewName(fields.String):
+    """The name a request gives to something new (a create, a rename target, an added column):
+    Gravitino's rules for its kind (gravimeta/names.py). Names that are references to existing
+    entities use Name, so rows named before these rules stay reachable."""
+
+    def __init__(self, kind: str, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.kind = kind
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        text = super()._deserialize(value, attr, data, **kwargs)
+        try:
+            return names.CHECKS[self.kind](text)
         except IllegalArgument as exc:
             raise ValidationError(exc.message) from None
 
@@ -73,7 +102,24 @@ def _properties() -> fields.Dict:
 
 
 def _field_path(**kwargs: Any) -> fields.List:
-    return fields.List(fields.String(validate=validate.Length(min=1)), validate=validate.Length(min=1), **kwargs)
+    return fields.List(fields.String(validate=validate.Length(min=1)),
+                       validate=_length(shape_limits.FIELD_PATH, "names in a field path", 1), **kwargs)
+
+
+class _length(validate.Length):  # noqa: N801 - used like marshmallow's validate.Length
+    """A list length bound (gravimeta/shape_limits.py) whose message names the limit; a Length, so the
+    OpenAPI document shows it as minItems/maxItems."""
+
+    def __init__(self, limit: int, what: str, minimum: int | None = None):
+        super().__init__(min=minimum, max=limit)
+        self.limit, self.what, self.minimum = limit, what, minimum
+
+    def __call__(self, value: Any) -> Any:
+        if self.minimum is not None and len(value) < self.minimum:
+            raise ValidationError(f"Shorter than minimum length {self.minimum}.")
+        if len(value) > self.limit:
+            raise ValidationError(f"{len(value)} {self.what}; the limit is {self.limit}")
+        return value
 
 
 class Base(Schema):
@@ -81,8 +127,9 @@ class Base(Schema):
         unknown = EXCLUDE  # like Jackson's ignoreUnknown: extra keys are ignored
 
 
-# Metalakes and catalogs report their enabled state as the `in-use` property; it is changed only with
-# PATCH {"inUse": ...}. Setting it as a property would be silently overridden, so it is rejected.
+# Metalakes report their enabled state as the `in-use` property; it is changed only with PATCH
+# {"inUse": ...}. Setting it as a property would be silently overridden, so it is rejected. (Catalogs
+# refuse it through their provider's reserved properties: connectors/properties.py.)
 RESERVED_PROPERTIES = ("in-use", "metalake-in-use")
 
 
@@ -100,7 +147,7 @@ def _user_properties() -> fields.Dict:
 
 
 class MetalakeCreate(Base):
-    name = Name(required=True)
+    name = NewName("metalake", required=True)
     comment = fields.String(allow_none=True, load_default=None)
     properties = _user_properties()
 
@@ -117,18 +164,37 @@ def _catalog_type(value: str) -> None:
         raise ValidationError(f"unknown catalog type {value!r}; must be one of {', '.join(CATALOG_TYPES)}")
 
 
+#: catalog types whose provider may be omitted: it then defaults to the type's name (Gravitino's
+#: Catalog.Type.supportsManagedCatalog and CatalogProvider.shortNameForManagedCatalog)
+MANAGED_CATALOG_TYPES = ("fileset", "model")
+
+
 class CatalogCreate(Base):
-    name = Name(required=True)
+    name = NewName("catalog", required=True)
     # Gravitino's Catalog.Type, case-insensitive: an unknown type is a malformed request (400); a known
     # type gravimeta does not serve is an unsupported operation (405, decided by the dispatcher).
     type = fields.String(required=True, validate=_catalog_type)
-    provider = fields.String(required=True, validate=validate.Length(min=1))
+    provider = fields.String(load_default=None, allow_none=True)
     comment = fields.String(allow_none=True, load_default=None)
-    properties = _user_properties()
+    properties = _properties()  # reserved keys are refused by the provider's checks (connectors/properties.py)
+
+    @post_load
+    def _default_provider(self, data: dict[str, Any], **_: Any) -> dict[str, Any]:
+        """As Gravitino's CatalogCreateRequest: a blank provider is the type's own name for fileset and
+        model catalogs and an error for the others; the legacy provider `hadoop` means the type's own."""
+        provider, kind = data.get("provider"), data["type"].lower()
+        if provider is None or not provider.strip():
+            if kind not in MANAGED_CATALOG_TYPES:
+                raise ValidationError(f"Provider cannot be null for catalog type {kind} that doesn't "
+                                      "support managed catalog", "provider")
+            provider = kind
+        elif provider.lower() == "hadoop":
+            provider = kind
+        return {**data, "provider": provider}
 
 
 class SchemaCreate(Base):
-    name = Name(required=True)
+    name = NewName("schema", required=True)
     comment = fields.String(allow_none=True, load_default=None)
     properties = _properties()
 
@@ -141,7 +207,7 @@ def check_not_null_default(data: dict[str, Any]) -> None:
 
 
 class ColumnPayload(Base):
-    name = Name(required=True)
+    name = NewName("column", required=True)
     type = TypeField(required=True)
     comment = fields.String(allow_none=True, load_default=None)
     nullable = fields.Boolean(load_default=True)
@@ -156,7 +222,7 @@ class ColumnPayload(Base):
 class IndexPayload(Base):
     indexType = fields.String(required=True, validate=validate.OneOf(["PRIMARY_KEY", "UNIQUE_KEY", "primary_key", "unique_key"]))
     name = fields.String(allow_none=True, load_default=None)
-    fieldNames = fields.List(_field_path(), required=True, validate=validate.Length(min=1))
+    fieldNames = fields.List(_field_path(), required=True, validate=_length(shape_limits.INDEX_FIELDS, "fields", 1))
     properties = _properties()
 
     @post_load
@@ -168,7 +234,8 @@ class DistributionPayload(Base):
     # Gravitino's DistributionDTO defaults the strategy to hash; number -1 means "decided by the engine"
     strategy = fields.String(load_default="hash", validate=validate.OneOf(["none", "hash", "range", "even", "random", "NONE", "HASH", "RANGE", "EVEN", "RANDOM"]))
     number = fields.Integer(load_default=0, validate=validate.Range(min=-1))
-    funcArgs = fields.List(ExpressionField(), load_default=list)
+    funcArgs = fields.List(ExpressionField(), load_default=list,
+                           validate=_length(shape_limits.FUNCTION_ARGUMENTS, "arguments"))
 
 
 class SortOrderPayload(Base):
@@ -187,34 +254,59 @@ class SortOrderPayload(Base):
 
 
 class PartitionField(fields.Field):
-    STRATEGIES = ("identity", "year", "month", "day", "hour", "bucket", "truncate", "list", "range", "function")
+    """One partitioning, in Gravitino's canonical form (gravimeta/partitioning.py)."""
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
-        if not isinstance(value, dict) or str(value.get("strategy", "")).lower() not in self.STRATEGIES:
-            raise ValidationError(f"a partitioning needs a strategy, one of {', '.join(self.STRATEGIES)}")
-        return {**value, "strategy": value["strategy"].lower()}
+        try:
+            return normalize_partitioning(value, "partitioning")
+        except TypeError_ as exc:
+            raise ValidationError(str(exc)) from None
 
 
 class TableCreate(Base):
-    name = Name(required=True)
+    name = NewName("table", required=True)
     comment = fields.String(allow_none=True, load_default=None)
-    columns = fields.List(fields.Nested(ColumnPayload), required=True, validate=validate.Length(min=1))
+    columns = fields.List(fields.Nested(ColumnPayload), required=True,
+                          validate=_length(shape_limits.COLUMNS, "columns", 1))
     properties = _properties()
-    partitioning = fields.List(PartitionField(), load_default=list, allow_none=True)
+    partitioning = fields.List(PartitionField(), load_default=list, allow_none=True,
+                               validate=_length(shape_limits.PARTITIONING, "partitionings"))
     distribution = fields.Nested(DistributionPayload, load_default=None, allow_none=True)
-    sortOrders = fields.List(fields.Nested(SortOrderPayload), load_default=list, allow_none=True)
-    indexes = fields.List(fields.Nested(IndexPayload), load_default=list, allow_none=True)
+    sortOrders = fields.List(fields.Nested(SortOrderPayload), load_default=list, allow_none=True,
+                             validate=_length(shape_limits.SORT_ORDERS, "sort orders"))
+    indexes = fields.List(fields.Nested(IndexPayload), load_default=list, allow_none=True,
+                          validate=_length(shape_limits.INDEXES, "indexes"))
+
+
+class PrincipalAddRequest(Base):
+    """UserAddRequest / GroupAddRequest."""
+
+    name = Name(required=True)
+
+
+class OwnerSetRequest(Base):
+    name = Name(required=True)
+    type = fields.String(required=True, validate=validate.OneOf(["USER", "GROUP", "user", "group"]))
+
+    @post_load
+    def _upper_type(self, data: dict[str, Any], **_: Any) -> dict[str, Any]:
+        return {**data, "type": data["type"].upper()}  # Owner.Type, read case-insensitively
 
 
 # ------------------------------------------------------------------ updates
 
 
-class Rename(Base):
-    newName = Name(required=True)
+class MetalakeRename(Base):
+    newName = NewName("metalake", required=True)
 
 
-class TableRename(Rename):
-    newSchemaName = Name(allow_none=True, load_default=None)
+class CatalogRename(Base):
+    newName = NewName("catalog", required=True)
+
+
+class TableRename(Base):
+    newName = NewName("table", required=True)
+    newSchemaName = Name(allow_none=True, load_default=None)  # an existing schema: any stored name
 
 
 class UpdateComment(Base):
@@ -251,10 +343,17 @@ class AddColumn(Base):
     def _not_null_default(self, data: dict[str, Any], **_: Any) -> None:
         check_not_null_default(data)
 
+    @validates("fieldName")
+    def _new_column_name(self, value: list[str], **_: Any) -> None:
+        try:
+            names.CHECKS["column"](value[0])
+        except IllegalArgument as exc:
+            raise ValidationError(exc.message) from None
+
 
 class RenameColumn(Base):
     oldFieldName = _field_path(required=True)
-    newFieldName = Name(required=True)
+    newFieldName = NewName("column", required=True)
 
 
 class DeleteColumn(Base):
@@ -311,9 +410,11 @@ class UserRemoveProperty(RemoveProperty):
 
 _COMMON = {"setProperty": SetProperty, "removeProperty": RemoveProperty}
 METALAKE_UPDATES = {
-    "setProperty": UserSetProperty, "removeProperty": UserRemoveProperty, "rename": Rename, "updateComment": UpdateComment,
+    "setProperty": UserSetProperty, "removeProperty": UserRemoveProperty, "rename": MetalakeRename,
+    "updateComment": UpdateComment,
 }
-CATALOG_UPDATES = METALAKE_UPDATES
+# catalog properties are checked against the provider's declared ones (immutable, reserved) by the dispatcher
+CATALOG_UPDATES = {**_COMMON, "rename": CatalogRename, "updateComment": UpdateComment}
 SCHEMA_UPDATES = dict(_COMMON)
 TABLE_UPDATES = {
     **_COMMON,
@@ -365,6 +466,8 @@ def load_updates(data: Any, kinds: Mapping[str, type[Schema]], allow_empty: bool
         raise IllegalArgument("Invalid request: updates: must be a list of changes")
     if not updates and not allow_empty:
         raise IllegalArgument("Invalid request: updates: must not be empty")
+    if len(updates) > shape_limits.UPDATES:
+        raise IllegalArgument(f"Invalid request: updates: {len(updates)} changes; the limit is {shape_limits.UPDATES}")
     result = []
     for i, update in enumerate(updates):
         kind = update.get("@type") if isinstance(update, dict) else None

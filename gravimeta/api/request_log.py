@@ -2,7 +2,10 @@
 
 Every request gets an id: the caller's X-Request-Id when it is a sane token (at most 128 characters of
 letters, digits and `._:-`, so it cannot forge log lines), else a fresh one. The id is echoed in the
-response's X-Request-Id header and logged with method, path, status, duration and the acting user.
+response's X-Request-Id header and logged with method, path, status, duration and the acting user. An
+error answer adds `error` (its type), `reason` (the message the client got) and, when there is one,
+`detail`: what the client must not see (absolute file paths, database hosts, ports and roles), so the
+operator finds it under the request id the client reports (api/errors.py note_refusal).
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ def register_request_log(app: Flask) -> None:
         }
         if request.query_string:
             record["query"] = request.query_string.decode("latin-1")
+        record.update(g.get("refusal") or {})  # an error answer: its type, message and server-only detail
         log.info(json.dumps(record, ensure_ascii=True))
         return response
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from flask import current_app, g, request
 
+from gravimeta.api import input_rules
 from gravimeta.dispatch import Dispatchers
 from gravimeta.errors import IllegalArgument
 
@@ -22,11 +23,13 @@ def json_body(required: bool = True) -> Any:
             raise IllegalArgument("Request body cannot be null")
         return None
     try:
-        return json.loads(raw, parse_constant=_reject_constant)
+        body = json.loads(raw, parse_constant=_reject_constant)
     except (ValueError, UnicodeDecodeError) as exc:
         raise IllegalArgument(f"Malformed json request: {exc}") from None
     except RecursionError:  # absurdly deep nesting: still the client's mistake, not a 500
         raise IllegalArgument("Malformed json request: the JSON is nested too deeply") from None
+    input_rules.check_body(body)  # depth, NUL and lone surrogates, before any schema sees it
+    return body
 
 
 def _reject_constant(name: str) -> Any:

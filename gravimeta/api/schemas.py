@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint
+from flask import Blueprint, request
 
 from gravimeta.api import dto, payloads
 from gravimeta.api.errors import operation
@@ -17,7 +17,8 @@ blueprint = Blueprint("schemas", __name__, url_prefix="/api/metalakes/<metalake>
 @blueprint.get("")
 @operation("schema", "LIST")
 def list_schemas(metalake: str, catalog: str) -> Any:
-    names = [s.name for s in dispatchers().schemas.list(metalake, catalog)]
+    parent = request.args.get("parentSchema", "")
+    names = [s.name for s in dispatchers().schemas.list(metalake, catalog, parent_schema=parent)]
     return dto.ok(identifiers=dto.identifiers([metalake, catalog], names))
 
 
@@ -45,4 +46,5 @@ def alter_schema(metalake: str, catalog: str, schema: str) -> Any:
 @blueprint.delete("/<schema>")
 @operation("schema", "DROP", "schema")
 def drop_schema(metalake: str, catalog: str, schema: str) -> Any:
-    return dto.ok(dropped=dispatchers().schemas.drop(metalake, catalog, schema, cascade=flag("cascade")))
+    dropped = dispatchers().schemas.drop(metalake, catalog, schema, cascade=flag("cascade"), user=user())
+    return dto.ok(dropped=dropped)

@@ -72,4 +72,4 @@ def alter_table(metalake: str, catalog: str, schema: str, table: str) -> Any:
 @operation("table", "DROP", "table")
 def drop_table(metalake: str, catalog: str, schema: str, table: str) -> Any:
     purge = flag("purge")
-    return dto.ok(dropped=dispatchers().tables.drop(metalake, catalog, schema, table, purge=purge))
+    return dto.ok(dropped=dispatchers().tables.drop(metalake, catalog, schema, table, purge=purge, user=user()))

@@ -1,4 +1,4 @@
-"""GET /api/version, and CLOSE / (sent by the official client's close())."""
+"""GET /api/version, and CLOSE / (sent by the official client's close()). Health: api/health.py."""
 
 from __future__ import annotations
 
@@ -20,8 +20,3 @@ def version() -> Any:
 @blueprint.route("/", methods=["CLOSE"])
 def close() -> Any:
     return ok()
-
-
-@blueprint.get("/health/live")
-def live() -> Any:
-    return ok(status="UP")

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
 
 from gravimeta.concurrency.coordinator import ClaimBackend
 from gravimeta.concurrency.db_clock import dialect_of
@@ -93,10 +94,14 @@ def start_distributed_lock(settings: Settings, engine: Engine,
         if backend == "LEASE_TABLE":
             claims = lease
         else:  # PG_ADVISORY or AUTO on PostgreSQL: advisory where sound (module docstring)
-            claims = AutoBackend(AdvisoryBackend(timeout_ms), lease, catalog_is_local)
+            claims = AutoBackend(AdvisoryBackend(engine, timeout_ms), lease, catalog_is_local)
     heartbeat.add_task("node-registry", registry.beat, every=1 if not enabled else 3)
-    registry.register()
-    registry.warn_on_mixed_rollout()
+    try:
+        registry.register()
+        registry.warn_on_mixed_rollout()
+    except SQLAlchemyError as exc:  # the store is away: boot anyway; the heartbeat registers this worker later
+        log.warning("could not register this worker in the store (%s); the heartbeat retries",
+                    type(getattr(exc, "orig", None) or exc).__name__)
     heartbeat.ensure_started()
     log.info("distributed lock %s (backend %s), node %s", "ON" if enabled else "OFF", backend, registry.row_id)
     return DistributedLock(claims, backend, heartbeat, registry)

@@ -3,35 +3,50 @@
 A structural operation (create, rename, drop, cascade) runs as:
   1. claim its scope in the shared database (cross-node; skipped when the distributed lock is off),
   2. take exactly one TreeLock (the same identifier and type as with the flag off),
-  3. the work (connector + store; every store write transaction first runs the claim's fence guard),
+  3. the work (connector + store; every store write transaction first runs the claim's fence guard,
+     or, for an advisory claim, runs inside the claim's own transaction),
   4. release the TreeLock, then the claim (in `finally`).
 The claim is taken before the TreeLock so that a thread waiting on another replica never holds the
 local tree lock. Non-structural operations and reads take only the TreeLock.
 
-Some claims (PostgreSQL advisory locks) protect each store transaction on its own, not the gap between
-two of them. An operation that finds it needs several (a journalled connector operation) raises
-NeedsLastingClaim before it writes anything; `run_structural` then runs it once more, when the backend
-knows better (AutoBackend learns a catalog's connector from the connector cache).
+Every claim is taken before the TreeLock, whatever its backend. A PostgreSQL advisory claim is a
+database transaction holding advisory locks (pg_advisory.py): it is opened and its locks taken in
+step 1, the operation's store writes run inside it (guard.joining), and it commits after step 4's
+TreeLock release, which ends the locks; on error it rolls back.
+
+Such a claim protects its one transaction only: nothing the operation commits elsewhere (an intent
+that must be durable before an engine call). An operation that finds, under the claim, that it needs
+that (a journalled connector operation) raises NeedsLastingClaim before it writes anything;
+`run_structural` then runs it once more, when the backend knows better (AutoBackend learns a catalog's connector from the connector cache).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
-from gravimeta import errors
+from sqlalchemy.orm import Session
+
+from gravimeta import errors, failpoints
 from gravimeta.concurrency.tree_lock import LockType, TreeLock
 from gravimeta.entities import NameIdentifier
 from gravimeta.store import guard
 
 T = TypeVar("T")
 _one_transaction: ContextVar[bool] = ContextVar("gravimeta_claim_one_transaction", default=False)
+_current: ContextVar[Claim | None] = ContextVar("gravimeta_current_claim", default=None)
 
 
 class NeedsLastingClaim(Exception):
     """The operation spans several store transactions, and its claim protects only one at a time."""
+
+
+def current_claim() -> Claim | None:
+    """The cross-node claim of the structural operation running in this context (None: the lock is
+    off, or no structural operation is running)."""
+    return _current.get()
 
 
 def require_lasting_claim() -> None:
@@ -42,13 +57,35 @@ def require_lasting_claim() -> None:
 
 class Claim(Protocol):
     """A granted cross-node claim on a scope. `one_transaction`: it protects each guarded store
-    transaction on its own (advisory locks end at commit), not what happens between them."""
+    transaction on its own (advisory locks end at commit), not what happens between them.
+    `path`: the scope path ('/m/c/s'). `fence`: the claim's fencing token, for calls to systems that can
+    check one (connectors); None when the claim has none (advisory locks). `time_left()`: seconds this
+    holder may still act on the claim by its own clock (inf when it cannot expire while held)."""
 
     one_transaction: bool
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def fence(self) -> int | None: ...
+
+    def time_left(self) -> float: ...
 
     def fence_guard(self) -> guard.WriteGuard | None: ...
 
     def release(self) -> None: ...
+
+
+@runtime_checkable
+class TransactionClaim(Claim, Protocol):
+    """A claim that IS a database transaction (PostgreSQL advisory locks): taken before the TreeLock,
+    the operation's store writes run in it (`transaction`, installed with guard.joining), and `commit()`
+    ends it once the operation succeeded; `release()` rolls back whatever was not committed."""
+
+    def transaction(self) -> AbstractContextManager[Session]: ...
+
+    def commit(self) -> None: ...
 
 
 class ClaimBackend(Protocol):
@@ -74,11 +111,17 @@ class Coordinator:
                 yield
             return
         claim = self.claims.claim(scope)
-        token = _one_transaction.set(claim.one_transaction)
+        failpoints.hit("claim.after_grant", scope=claim.path)
+        own = claim if isinstance(claim, TransactionClaim) else None
+        token, current = _one_transaction.set(claim.one_transaction), _current.set(claim)
         try:
-            with self.tree_lock.locked(scope, lock_type), guard.installed(claim.fence_guard()):
+            with self.tree_lock.locked(scope, lock_type), guard.installed(claim.fence_guard()), \
+                    guard.joining(None if own is None else own.transaction):
                 yield
+            if own is not None:  # after the TreeLock, as a release: the commit ends the claim's locks
+                own.commit()
         finally:
+            _current.reset(current)
             _one_transaction.reset(token)
             claim.release()
 

@@ -32,3 +32,12 @@ mixed_rollout_peers = Gauge(
 snapshot_reads = Counter(
     "gravimeta_snapshot_read_transactions_total", "Multi-query reads run in one snapshot transaction."
 )
+heartbeat_runs = Counter(
+    "gravimeta_heartbeat_runs_total", "Heartbeat duties that ran to completion (renewals, node heartbeats, reclaims).",
+    ["task"],
+)
+lock_off_peer_replicas = Gauge(
+    "gravimeta_lock_off_peer_replicas",
+    "Other live replicas on this store that run with the distributed lock off, like this one (0 when it is on).",
+    multiprocess_mode="livemax",
+)

@@ -1,6 +1,8 @@
 """The node registry: every worker process of every replica has a row in gm_node (flag, backend,
 heartbeat), so that a replica can see live peers whose distributed-lock flag differs from its own, the
-dangerous state of a half-done rollout (a flag-off peer changes structure without claiming)."""
+dangerous state of a half-done rollout (a flag-off peer changes structure without claiming).
+Its writes wait on a row lock at most lock_waits.BACKGROUND_WAIT_S: they share the heartbeat's duty lane
+with the reclaimer (never the renewals' lane), and a failed beat is simply retried on the next one."""
 
 from __future__ import annotations
 
@@ -11,9 +13,12 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine, delete, insert, select, update
 
+from gravimeta import failpoints
 from gravimeta.concurrency import metrics
 from gravimeta.concurrency.db_clock import db_now, db_now_plus, dialect_of
+from gravimeta.concurrency.replica_safety import lock_off_message, other_lock_off_replicas
 from gravimeta.concurrency.tables import node
+from gravimeta.store import lock_waits
 
 log = logging.getLogger(__name__)
 
@@ -36,14 +41,17 @@ class NodeRegistry:
         self.live_window_ms = live_window_ms
         self.dialect = dialect_of(engine)
         self._pid: int | None = None
-        self._warned: frozenset[str] = frozenset()
+        #: other live replicas that run with the lock off like this one, as of the last check (replica_safety)
+        self.lock_off_replicas: list[str] = []
 
     def register(self) -> None:
         """(Re)write this process's row; called at start and after a fork."""
         self._pid = os.getpid()
         now = db_now(self.dialect)
         with self.engine.begin() as conn:
-            conn.execute(delete(node).where(node.c.node_id == self.row_id))
+            lock_waits.bound_connection(conn, self.dialect, lock_waits.BACKGROUND_WAIT_S)
+            conn.execute(lock_waits.bounded(delete(node).where(node.c.node_id == self.row_id),
+                                            self.dialect, lock_waits.BACKGROUND_WAIT_S))
             conn.execute(insert(node).values(
                 node_id=self.row_id, host=socket.gethostname()[:255], pid=os.getpid(),
                 lock_enabled=self.lock_enabled, backend=self.backend, heartbeat_at=now, started_at=now,
@@ -55,14 +63,15 @@ class NodeRegistry:
 
     def beat(self) -> None:
         """Heartbeat task: refresh our row (re-register if it vanished), then check the peers."""
+        failpoints.hit("node.before_beat")
         try:
             if self._pid != os.getpid():
                 self.register()
             else:
                 with self.engine.begin() as conn:
-                    found = conn.execute(
-                        update(node).where(node.c.node_id == self.row_id).values(heartbeat_at=db_now(self.dialect))
-                    ).rowcount
+                    found = conn.execute(lock_waits.bounded(
+                        update(node).where(node.c.node_id == self.row_id).values(heartbeat_at=db_now(self.dialect)),
+                        self.dialect, lock_waits.BACKGROUND_WAIT_S)).rowcount
                 if not found:
                     self.register()
         except Exception:
@@ -84,19 +93,30 @@ class NodeRegistry:
         return [p for p in self.live_peers() if p.lock_enabled != self.lock_enabled]
 
     def warn_on_mixed_rollout(self) -> list[Peer]:
-        """Log a warning when live peers run with a different flag (once per change of that set)."""
-        peers = self.mismatched_peers()
+        """Log a warning when live peers run with a different flag: at start and on every node heartbeat
+        (docs/ha.md), like the lock-off warning (replica_safety)."""
+        live = self.live_peers()
+        self._warn_on_lock_off(live)
+        peers = [p for p in live if p.lock_enabled != self.lock_enabled]
         metrics.mixed_rollout_peers.set(len(peers))
-        ids = frozenset(p.node_id for p in peers)
-        if peers and ids != self._warned:
+        ids = sorted(p.node_id for p in peers)
+        if peers:
             log.warning(
                 "mixed rollout: this node has distributed-lock %s, but %d live peer process(es) have it %s: %s. "
                 "Structural changes are not serialized across nodes until every replica has the same setting.",
                 "ON" if self.lock_enabled else "OFF", len(peers), "OFF" if self.lock_enabled else "ON",
-                ", ".join(sorted(ids)[:10]),
+                ", ".join(ids[:10]),
             )
-        self._warned = ids
         return peers
+
+    def _warn_on_lock_off(self, live: list[Peer]) -> None:
+        """Several replicas with the lock off on one store: say so on every check, not once (replica_safety)."""
+        others = [] if self.lock_enabled else other_lock_off_replicas(
+            self.node_id, ((p.node_id, p.lock_enabled) for p in live))
+        self.lock_off_replicas = others
+        metrics.lock_off_peer_replicas.set(len(others))
+        if others:
+            log.error(lock_off_message(self.node_id, others))
 
     def unregister(self) -> None:
         with self.engine.begin() as conn:

@@ -1,50 +1,69 @@
-"""PostgreSQL advisory fast path (backend PG_ADVISORY, and AUTO on PostgreSQL) — DESIGN.md §4.
+"""PostgreSQL advisory fast path (backend PG_ADVISORY, and AUTO on PostgreSQL) — DESIGN.md §2 and §4.
 
-A claim here takes no database round trip of its own. Its fence guard, which EntityStore.write() runs
-first inside every store write transaction of the operation, takes transaction-level advisory locks:
-SHARED on the key of every ancestor of the scope and EXCLUSIVE on the scope's own key, so two
-operations on related scopes exclude each other (an exclusive ancestor conflicts with the shared lock
-every descendant operation takes on it; equal scopes conflict exclusively) and unrelated ones do not.
-They are released by the commit or rollback, so there is nothing to renew, steal or fence: a paused
-process holds an open transaction, and the database keeps the lock exactly as long as that
-transaction can still commit. Keys are 64-bit hashes of the path: a collision can only make two
-unrelated scopes contend, never let related ones run together.
+A claim here is a database transaction that holds transaction-level advisory locks: SHARED on the key
+of every ancestor of the scope and EXCLUSIVE on the scope's own key, so two operations on related
+scopes exclude each other (an exclusive ancestor conflicts with the shared lock every descendant
+operation takes on it; equal scopes conflict exclusively) and unrelated ones do not. Keys are 64-bit
+hashes of the path: a collision can only make two unrelated scopes contend, never let related ones run
+together. There is nothing to renew, steal or fence: a paused process holds an open transaction, and
+the database keeps the locks exactly as long as that transaction can still commit.
 
-The guard is one call of the database function gm_advisory_claim (alembic revision 0006): a lock that
-is taken is waited for in PostgreSQL's lock queue, in arrival order, for at most what is left of the
-claim timeout, then ScopeBusy (the transaction rolls back and frees what it took). Once it has the
-locks, the function checks gm_scope_lease for a live claim on a related path (with a fresh snapshot);
-while there is one, the guard sleeps with backoff and calls again, keeping the locks. The lease
-backend takes the same advisory locks inside its claim transaction on PostgreSQL (LeaseBackend's
-advisory_plan, given lock_plan), so replicas or operations that use different backends on one database
-still exclude each other.
+The claim opens its transaction and takes the locks when it is granted, BEFORE the coordinator takes
+the TreeLock (DESIGN.md §2: a thread that waits on the database never holds the local lock; before,
+the locks were taken by a guard inside the store transaction, under the TreeLock, and an advisory
+catalog operation could wait there for a lease whose holder waited for that TreeLock). The store
+writes of the operation then run in that same transaction (guard.joining; EntityStore.write), so
+everything they read and decide — which catalog, by id; which connector; one transaction or the
+journal — is read after the locks are held, and the locks end with the commit of the writes they
+protect. The coordinator commits it when the operation ends normally and rolls it back otherwise: an
+operation under an advisory claim changes the store all at once or not at all. The first write runs
+directly in the transaction (no extra round trip); any later one in a savepoint, so that a write that
+fails undoes only itself, as it would in a transaction of its own. A first write that fails ends the
+transaction; a write after it takes the locks again in a new one only if they are free (it holds the
+TreeLock now and must not wait), else ScopeBusy.
 
-SOUND ONLY for operations whose cross-node state change is a single store write transaction: the
+Taking the claim is one call of the database function gm_advisory_claim (alembic revisions 0006 and
+0011): a lock that is taken is waited for in PostgreSQL's lock queue, in arrival order, for at most what
+is left of the claim timeout, then ScopeBusy (the transaction rolls back and frees what it took). Once
+it has the locks, the function reads the related rows of gm_scope_lease FOR SHARE under the same
+lock_timeout: that waits for any lease holder's in-flight fenced store transaction (its guard holds its
+row FOR UPDATE) and any renewal, and keeps an expired row locked so its holder cannot pass its guard
+again until this claim ends. A live related lease answers 'leased' (the row locks are given back, the
+advisory locks kept); the claim sleeps with backoff and calls again. The lease backend takes the same
+advisory locks in its claim transaction on PostgreSQL (LeaseBackend's advisory_plan, given lock_plan),
+so replicas or operations that use different backends on one database exclude each other (docs/ha.md).
+
+SOUND ONLY for operations whose cross-node state change is store writes in this one transaction: the
 protection ends at that commit. That holds for every metalake-level and catalog-level structural
-operation (one store transaction plus process-local connector-cache work) and for schema and table
-operations in a catalog whose connector is process-local (memory: they run whole in one store
-transaction, gravimeta/dispatch/journal.py). Schema and table operations of any other catalog run
-through the operation journal (intent transaction, engine call, apply transaction), so the protection
-would end between them: AutoBackend gives them the lease (bootstrap.py wires both PG_ADVISORY and AUTO
-that way), and an operation that finds it needs the journal under an advisory claim refuses to start
+operation (store writes plus process-local connector-cache work) and for schema and table operations
+in a catalog whose connector is process-local (memory: they run whole in one store transaction,
+gravimeta/dispatch/journal.py). Schema and table operations of any other catalog run through the
+operation journal (intent transaction, engine call, apply transaction), whose intent must commit before
+the engine call: AutoBackend gives them the lease (bootstrap.py wires both PG_ADVISORY and AUTO that
+way), and an operation that finds, under its claim, that it needs the journal refuses to start
 (coordinator.require_lasting_claim) and is retried under the lease.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 
-from sqlalchemy import text
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from gravimeta import errors
+from gravimeta import errors, failpoints
 from gravimeta.concurrency import metrics, paths
 from gravimeta.concurrency.scope_lease import LeaseBackend, LeaseClaim, _Backoff
 from gravimeta.entities import NameIdentifier
 from gravimeta.store.database import disabled_for_test
-from gravimeta.store.guard import WriteGuard
+
+log = logging.getLogger(__name__)
+_DEADLOCK, _DEADLOCK_RETRIES = "40P01", 3
 
 
 def advisory_key(path: str) -> int:
@@ -57,7 +76,7 @@ def lock_plan(path: str) -> list[tuple[int, bool]]:
     return [(advisory_key(a), False) for a in paths.ancestors(path)] + [(advisory_key(path), True)]
 
 
-# The guard's one call (alembic/versions/0006_pg_advisory_function.py): the locks, then the lease check.
+# The claim's one call (alembic/versions/0011, first written as 0006): the locks, then the related leases FOR SHARE.
 _ADVISORY_CLAIM = text(
     "SELECT gm_advisory_claim(CAST(:shared AS bigint[]), CAST(:exclusive AS bigint), "
     "CAST(:related AS text[]), CAST(:descendants AS text), CAST(:wait_ms AS bigint))"
@@ -75,19 +94,46 @@ def claim_arguments(path: str) -> dict[str, object]:
 
 
 class AdvisoryClaim:
-    one_transaction = True  # the locks end with each guarded transaction's commit
+    """A granted advisory claim: its open transaction holds the locks (module docstring)."""
+
+    one_transaction = True  # nothing it protects may commit outside its transaction
+    fence = None  # advisory locks carry no fencing token
 
     def __init__(self, backend: AdvisoryBackend, path: str):
         self.backend, self.path = backend, path
+        self._resources: ExitStack | None = None
+        self._session: Session | None = None
+        self._written = False
 
-    def fence_guard(self) -> WriteGuard:
-        return self._lock
+    def time_left(self) -> float:
+        return float("inf")  # held while its transaction is open; nothing to renew or lose
 
-    def _lock(self, session: Session) -> None:
+    def fence_guard(self) -> None:
+        """None: the locks are held by the transaction every store write joins (`transaction`)."""
+        return None
+
+    # ----------------------------------------------------------------- the claim's transaction
+
+    def acquire(self, wait: bool = True) -> None:
+        """Open the claim's transaction and take its locks: wait in line up to the claim timeout, or
+        (`wait` False) only if they are free; ScopeBusy otherwise, with nothing left open."""
+        resources = ExitStack()
+        try:
+            conn = resources.enter_context(self.backend.engine.connect())
+            session = resources.enter_context(Session(bind=conn, expire_on_commit=False))
+            session.begin()
+            self._take_locks(session, wait)
+        except BaseException:
+            resources.close()  # the session's close rolls back: any lock taken is freed
+            raise
+        self._resources, self._session, self._written = resources, session, False
+
+    def _take_locks(self, session: Session, wait: bool) -> None:
         started = time.monotonic()
-        deadline = started + self.backend.timeout_ms / 1000
+        deadline = started + (self.backend.timeout_ms / 1000 if wait else 0)
         arguments, backoff, waited = claim_arguments(self.path), _Backoff(), False
-        queue = not disabled_for_test("advisory_queue")  # TEST-ONLY when off: poll, as before revision 0006
+        queue = wait and not disabled_for_test("advisory_queue")  # TEST-ONLY when off: poll, as before 0006
+        failpoints.hit("advisory.before_lock", scope=self.path)
         while True:
             left_ms = max(1, int((deadline - time.monotonic()) * 1000)) if queue else 1
             status = session.execute(_ADVISORY_CLAIM, {**arguments, "wait_ms": left_ms}).scalar_one()
@@ -96,27 +142,78 @@ class AdvisoryClaim:
                 waited = True
             if status in ("granted", "waited"):
                 metrics.claim_acquire_seconds.labels(self.backend.name).observe(time.monotonic() - started)
+                failpoints.hit("advisory.after_lock", scope=self.path)
                 return
             if (status == "timeout" and queue) or time.monotonic() >= deadline:
                 metrics.scope_busy.labels(self.backend.name).inc()
                 raise errors.ScopeBusy(
                     f"Another operation is changing {self.path} or a related scope; gave up after "
-                    f"{self.backend.timeout_ms} ms, retry later"
+                    f"{self.backend.timeout_ms if wait else 0} ms, retry later"
                 )
             backoff.sleep(deadline)  # 'leased': a lease on a related path must end first (or: polling)
 
+    @contextmanager
+    def transaction(self) -> Iterator[Session]:
+        """The block one store write of the operation runs in (guard.joining): the claim's transaction
+        itself for the first write, a savepoint in it for each later one (module docstring)."""
+        if self._session is None:  # the first write failed and ended the transaction: lock again, no wait
+            self.acquire(wait=False)
+        session = self._session
+        assert session is not None
+        if self._written:
+            with session.begin_nested():
+                yield session
+            return
+        try:
+            yield session
+        except BaseException:
+            self._end()
+            raise
+        self._written = True
+
+    def commit(self) -> None:
+        """The operation ended normally: commit its store writes, which ends the locks. Raises if the
+        commit fails (then nothing the operation wrote was saved)."""
+        session, self._session = self._session, None
+        if session is None:
+            return
+        try:
+            session.commit()
+        finally:
+            self._end()
+
+    def _end(self) -> None:
+        """Close the transaction (Session.close rolls back what was not committed) and give its
+        connection back."""
+        resources, self._resources, self._session = self._resources, None, None
+        if resources is not None:
+            resources.close()
+
     def release(self) -> None:
-        """Nothing to do: the locks ended with the store transaction."""
+        """Roll back whatever was not committed (the operation failed) and free the locks. Never raises."""
+        try:
+            self._end()
+        except Exception:  # the operation's own outcome matters more; the connection is discarded
+            log.exception("could not roll back the advisory claim on %s", self.path)
 
 
 class AdvisoryBackend:
     name = "PG_ADVISORY"
 
-    def __init__(self, timeout_ms: int = 10000):
-        self.timeout_ms = timeout_ms
+    def __init__(self, engine: Engine, timeout_ms: int = 10000):
+        self.engine, self.timeout_ms = engine, timeout_ms
 
     def claim(self, scope: NameIdentifier) -> AdvisoryClaim:
-        return AdvisoryClaim(self, paths.scope_path(scope))
+        """Grant a claim on `scope`: its transaction is open and holds the locks (ScopeBusy if not in time)."""
+        claim = AdvisoryClaim(self, paths.scope_path(scope))
+        for attempt in range(_DEADLOCK_RETRIES + 1):
+            try:
+                claim.acquire()
+                return claim
+            except DBAPIError as exc:  # its FOR SHARE read against a multi-row DELETE (the reclaimer)
+                if attempt == _DEADLOCK_RETRIES or getattr(exc.orig, "sqlstate", None) != _DEADLOCK:
+                    raise
+        raise AssertionError("unreachable")
 
 
 class AutoBackend:

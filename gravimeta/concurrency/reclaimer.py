@@ -1,30 +1,43 @@
 """The reclaimer: deletes claims whose lease has expired by the database clock.
 
 Safe without any anchor lock: an expired claim already conflicts with nothing, and deleting its row
-makes its (paused) holder's fence check fail, exactly like a steal. If that holder's store transaction
-already passed its fence check and holds the row lock, the delete waits for it to finish.
+makes its (paused) holder's fence check fail, exactly like a steal. A row that is locked right now (its
+holder's store transaction passed its fence check and has not ended, or a stealer or renewal is at it)
+is skipped, not waited for (FOR UPDATE SKIP LOCKED): the reclaimer runs on the heartbeat, and a holder
+frozen inside its transaction must not freeze it too; the next run, or the server's idle-transaction
+timeout (docs/ha.md, "Bounded waits"), takes care of that row. Its statements are bounded as well
+(lock_waits.BACKGROUND_WAIT_S).
 """
 
 from __future__ import annotations
 
 import logging
 
-from sqlalchemy import Engine, delete, select
+from sqlalchemy import Engine, delete, select, tuple_
 
-from gravimeta.concurrency import metrics, waiter_line
+from gravimeta.concurrency import metrics
 from gravimeta.concurrency.db_clock import db_now, dialect_of
 from gravimeta.concurrency.tables import scope_lease
+from gravimeta.store import lock_waits
 
 log = logging.getLogger(__name__)
 
 
 def reclaim_expired(engine: Engine) -> int:
-    """Delete every expired claim (and every expired waiter's ticket); return how many claims."""
+    """Delete every expired claim that nobody holds locked now; return how many."""
+    dialect = dialect_of(engine)
+    lease = scope_lease.c
     with engine.begin() as conn:
-        deleted = conn.execute(
-            delete(scope_lease).where(scope_lease.c.lease_expires_at <= db_now(dialect_of(engine)))
-        ).rowcount
-        waiter_line.delete_expired(conn, dialect_of(engine))
+        lock_waits.bound_connection(conn, dialect, lock_waits.BACKGROUND_WAIT_S)
+        expired = select(lease.scope_path, lease.holder_id, lease.fence).where(lease.lease_expires_at <= db_now(dialect))
+        if dialect != "sqlite":  # SQLite has no row locks (its writers wait on busy_timeout)
+            expired = lock_waits.bounded(expired.with_for_update(skip_locked=True), dialect,
+                                         lock_waits.BACKGROUND_WAIT_S)
+        rows = [tuple(r) for r in conn.execute(expired)]
+        deleted = 0
+        if rows:  # locked by us now (SQLite: the only writer); still expired, as expiry is never undone
+            deleted = conn.execute(delete(scope_lease).where(
+                tuple_(lease.scope_path, lease.holder_id, lease.fence).in_(rows))).rowcount
     if deleted:
         metrics.reclaimed.inc(deleted)
         log.info("reclaimed %d expired claim(s)", deleted)

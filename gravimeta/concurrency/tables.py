@@ -17,6 +17,7 @@ scope_lease = Table(
     Column("updated_at", DateTime(timezone=True), nullable=False),
 )
 
+# the per-path fence counter before alembic 0012 (now gm_claim_anchor.fence); kept, unwritten, for a downgrade
 scope_fence = Table(
     "gm_scope_fence", metadata,
     Column("scope_path", String(PATH_LENGTH), primary_key=True),
@@ -26,6 +27,8 @@ scope_fence = Table(
 claim_anchor = Table(
     "gm_claim_anchor", metadata,
     Column("anchor", String(PATH_LENGTH), primary_key=True),
+    # the highest fence granted under this anchor (alembic 0012; lease_grant.py)
+    Column("fence", BigInteger, nullable=False, server_default="0"),
 )
 
 node = Table(
@@ -37,12 +40,4 @@ node = Table(
     Column("backend", String(32), nullable=False),
     Column("heartbeat_at", DateTime(timezone=True), nullable=False),
     Column("started_at", DateTime(timezone=True), nullable=False),
-)
-
-claim_waiter = Table(
-    "gm_claim_waiter", metadata,
-    Column("id", BigInteger, primary_key=True, autoincrement=True),
-    Column("holder_id", String(200), nullable=False, unique=True),
-    Column("scope_path", String(PATH_LENGTH), nullable=False),
-    Column("expires_at", DateTime(timezone=True), nullable=False),
 )

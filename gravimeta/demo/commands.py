@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -54,21 +55,44 @@ def race(settings: Any, replica_urls: tuple[str, ...], run_dir: str, sqlite_root
     else:
         click.echo(f"distributed lock, as the workers registered it: {_lock_state(engine)}")
 
-    def progress(line: str) -> None:
-        click.echo("\r" + line, nl=False)
-
+    progress = Progress(sys.stdout.isatty())
     try:
         result = run_race(RaceConfig(replicas, engine, Path(root) if root else None, ops, seconds, threads, seed),
-                          progress)
+                          progress.show)
     finally:
         engine.dispose()
-    click.echo("")
+    progress.end()
     if history_file:
         Path(history_file).write_text(result.history.to_json())
     click.echo(f"metalake {result.metalake}: {len(result.history.ops)} operations recorded in {result.elapsed:.1f}s "
                f"(including setup); final state read via the API, SQL and the SQLite files")
     click.echo(result.report.render())
     sys.exit(0 if result.report.ok else 1)
+
+
+class Progress:
+    """The race's progress line: rewritten in place (`\\r`) on a terminal; elsewhere (a log, a CI job,
+    `docker-compose run`) one plain line every `every_s` seconds and the last one, not a flood of
+    carriage returns."""
+
+    def __init__(self, tty: bool, every_s: float = 10.0):
+        self.tty, self.every_s = tty, every_s
+        self.shown_at = float("-inf")
+        self.last = self.printed = ""
+
+    def show(self, line: str) -> None:
+        self.last = line
+        if self.tty:
+            click.echo("\r" + line, nl=False)
+        elif time.monotonic() - self.shown_at >= self.every_s:
+            click.echo(line)
+            self.shown_at, self.printed = time.monotonic(), line
+
+    def end(self) -> None:
+        if self.tty:
+            click.echo("")
+        elif self.last and self.last != self.printed:
+            click.echo(self.last)
 
 
 def _lock_state(engine: Any) -> str:

@@ -7,8 +7,12 @@ from dataclasses import dataclass
 
 from gravimeta.dispatch.catalogs import CatalogDispatcher
 from gravimeta.dispatch.metalakes import MetalakeDispatcher
+from gravimeta.dispatch.partitions import PartitionDispatcher
 from gravimeta.dispatch.schemas import SchemaDispatcher
+from gravimeta.dispatch.statistics import StatisticDispatcher
 from gravimeta.dispatch.tables import TableDispatcher
+from gravimeta.dispatch.tags import TagDispatcher
+from gravimeta.ownership.dispatcher import OwnershipDispatcher
 
 
 @dataclass
@@ -17,3 +21,8 @@ class Dispatchers:
     catalogs: CatalogDispatcher
     schemas: SchemaDispatcher
     tables: TableDispatcher
+    partitions: PartitionDispatcher
+    statistics: StatisticDispatcher
+    tags: TagDispatcher
+    #: owners, users and groups (gravimeta/ownership); None only where a test wires dispatchers by hand
+    ownership: OwnershipDispatcher | None = None

@@ -3,13 +3,22 @@ properties and tests nothing remote (testConnection does that on request)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from contextlib import nullcontext, suppress
+from dataclasses import replace
+from typing import Any
+
+from connectors.base import CatalogContext
 from gravimeta import errors
 from gravimeta.concurrency.coordinator import Coordinator
 from gravimeta.concurrency.tree_lock import LockType
-from gravimeta.dispatch.changes import Changes, apply_catalog_changes, is_rename
+from gravimeta.dispatch.changes import Changes, Unchanged, apply_catalog_changes, is_rename, property_changes
 from gravimeta.dispatch.connector_cache import ConnectorCache
 from gravimeta.entities import Catalog, Metalake, NameIdentifier
+from gravimeta.ownership.authorizer import Authorizer
 from gravimeta.store import EntityStore
+from gravimeta.store.catalog_locations import catalogs_of_provider
+from gravimeta.store.journal import OperationJournal
 
 SUPPORTED_TYPES = ("relational",)
 
@@ -20,8 +29,11 @@ def require_metalake_in_use(metalake: Metalake) -> None:
 
 
 class CatalogDispatcher:
-    def __init__(self, store: EntityStore, coordinator: Coordinator, connectors: ConnectorCache):
+    def __init__(self, store: EntityStore, coordinator: Coordinator, connectors: ConnectorCache,
+                 authorizer: Authorizer | None = None):
         self.store, self.coordinator, self.connectors = store, coordinator, connectors
+        self.authorizer = authorizer or Authorizer.off()
+        self.journal = OperationJournal(store)
 
     def list(self, metalake: str) -> list[Catalog]:
         with self.coordinator.local(NameIdentifier.of(metalake), LockType.READ):
@@ -34,44 +46,65 @@ class CatalogDispatcher:
             return self.store.get_catalog(metalake, name)
 
     def create(self, catalog: Catalog, user: str) -> Catalog:
-        if catalog.type not in SUPPORTED_TYPES:
-            raise errors.UnsupportedOperation(
-                f"Catalog type {catalog.type} is not supported; gravimeta serves {', '.join(SUPPORTED_TYPES)}"
-            )
-        self.connectors.registry.get(catalog.provider).validate_properties(catalog.properties)
-        with self.coordinator.structural(NameIdentifier.of(catalog.metalake), LockType.WRITE):
+        self._check_creatable(catalog)
+        connector_class = self.connectors.registry.get(catalog.provider)
+        with self.coordinator.structural(NameIdentifier.of(catalog.metalake), LockType.WRITE), \
+                connector_class.location_guard(catalog.properties, self._others(catalog.provider)):
+            # the engine's home first (the sqlite file), so that later "missing" means "unreachable"
+            connector_class(CatalogContext(catalog.metalake, catalog.name, dict(catalog.properties))).prepare_engine()
             return self.store.create_catalog(catalog, user, precheck=require_metalake_in_use)
+
+    def _others(self, provider: str, exclude: tuple[str, str] | None = None) -> Callable[[], Iterable[Any]]:
+        """The other catalogs of `provider` (all metalakes), for Connector.location_guard to read under its lock."""
+        return lambda: catalogs_of_provider(self.store, provider, exclude)
 
     def alter(self, metalake: str, name: str, changes: Changes, user: str) -> Catalog:
         current = self.load(metalake, name)
         if not current.in_use:
             raise errors.CatalogNotInUse(f"Catalog {metalake}.{name} is not in use; enable it first")
-        candidate = apply_catalog_changes(current, list(changes))
-        self.connectors.registry.get(current.provider).validate_properties(candidate.properties)
+        provider = self.connectors.registry.get(current.provider)
+        upserts, deletes = property_changes(changes)
+        # a property change may move the catalog onto files another catalog owns: the rules first (a
+        # refused change must not wait for the location lock), then the guard on what the change makes
+        candidate = apply_catalog_changes(replace(current, properties=dict(current.properties)), list(changes))
+        provider.validate_property_changes(upserts, deletes, candidate.properties)
+        guard = (provider.location_guard(candidate.properties, self._others(current.provider, (metalake, name)))
+                 if upserts or deletes else nullcontext())
 
         def mutate(catalog: Catalog) -> Catalog:
             if not catalog.in_use:
                 raise errors.CatalogNotInUse(f"Catalog {metalake}.{name} is not in use; enable it first")
-            return apply_catalog_changes(catalog, changes)
+            altered = apply_catalog_changes(catalog, changes)
+            provider.validate_property_changes(upserts, deletes, altered.properties)
+            return altered
 
         if any(is_rename(c) for c in changes):
-            with self.coordinator.structural(NameIdentifier.of(metalake), LockType.WRITE):
+            with self.coordinator.structural(NameIdentifier.of(metalake), LockType.WRITE), guard, \
+                    self.journal.following_rename(f"/{metalake}/{name}", f"/{metalake}/{candidate.name}", (metalake, name)):
+                self.authorizer.require_owner(user, (metalake, name), "alter")
                 _, after = self.store.update_catalog(metalake, name, mutate, user)
                 self.connectors.forget(metalake, name)
                 return after
-        with self.coordinator.local(NameIdentifier.of(metalake, name), LockType.WRITE):
+        with self.coordinator.local(NameIdentifier.of(metalake, name), LockType.WRITE), guard:
+            self.authorizer.require_owner(user, (metalake, name), "alter")
             return self.store.update_catalog(metalake, name, mutate, user)[1]
 
     def set_in_use(self, metalake: str, name: str, in_use: bool, user: str) -> None:
+        """Enable or disable; setting the state the catalog already has writes nothing (Gravitino's
+        CatalogManager returns early then)."""
+
         def mutate(catalog: Catalog) -> Catalog:
+            if catalog.in_use == in_use:
+                raise Unchanged
             catalog.in_use = in_use
             return catalog
 
-        with self.coordinator.local(NameIdentifier.of(metalake), LockType.WRITE):
+        with self.coordinator.local(NameIdentifier.of(metalake), LockType.WRITE), suppress(Unchanged):
+            self.authorizer.require_owner(user, (metalake, name), "enable or disable")
             require_metalake_in_use(self.store.get_metalake(metalake))
             self.store.update_catalog(metalake, name, mutate, user)
 
-    def drop(self, metalake: str, name: str, force: bool) -> bool:
+    def drop(self, metalake: str, name: str, force: bool, user: str | None = None) -> bool:
         """Drop a catalog; force also drops it while in use and cascades to its schemas and tables."""
 
         def precheck(catalog: Catalog) -> None:
@@ -79,15 +112,41 @@ class CatalogDispatcher:
                 raise errors.CatalogInUse(f"Catalog {metalake}.{name} is in use; disable it first or use force=true")
 
         with self.coordinator.structural(NameIdentifier.of(metalake), LockType.WRITE):
-            dropped = self.store.drop_catalog(metalake, name, cascade=force, precheck=precheck)
+            self.authorizer.require_owner(user, (metalake, name), "drop")
+            dropped = self.store.drop_catalog(metalake, name, cascade=force, precheck=precheck,
+                                              metalake_precheck=require_metalake_in_use)
             if dropped:
                 for connector in self.connectors.forget(metalake, name):
                     connector.close()
         return dropped
 
     def test_connection(self, metalake: str, name: str, changes: Changes) -> None:
+        """Test an existing catalog's connection with proposed changes applied (not stored)."""
         catalog = self.load(metalake, name)
+        provider = self.connectors.registry.get(catalog.provider)
+        upserts, deletes = property_changes(changes)
         candidate = apply_catalog_changes(catalog, list(changes))
-        connector_class = self.connectors.registry.get(candidate.provider)
-        connector_class.validate_properties(candidate.properties)
+        provider.validate_property_changes(upserts, deletes, candidate.properties)
         self.connectors.for_catalog(candidate).test_connection()
+
+    def test_new(self, catalog: Catalog) -> None:
+        """Gravitino's pre-create testConnection: the checks of a create (metalake in use, no catalog of
+        that name, a served type, a known provider, valid properties), then the connector's probe. No
+        lock and nothing stored; the probe uses a connector of its own, never a cached one."""
+        require_metalake_in_use(self.store.get_metalake(catalog.metalake))
+        try:
+            self.store.get_catalog(catalog.metalake, catalog.name)
+        except errors.NoSuchCatalog:
+            pass
+        else:
+            raise errors.CatalogAlreadyExists(f"Catalog {catalog.metalake}.{catalog.name} already exists")
+        self._check_creatable(catalog)
+        provider = self.connectors.registry.get(catalog.provider)
+        provider(CatalogContext(catalog.metalake, catalog.name, dict(catalog.properties))).test_connection()
+
+    def _check_creatable(self, catalog: Catalog) -> None:
+        if catalog.type not in SUPPORTED_TYPES:
+            raise errors.UnsupportedOperation(
+                f"Catalog type {catalog.type} is not supported; gravimeta serves {', '.join(SUPPORTED_TYPES)}"
+            )
+        self.connectors.registry.get(catalog.provider).validate_properties(catalog.properties)

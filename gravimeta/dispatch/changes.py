@@ -8,11 +8,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from gravimeta.capacity import check_json_size
 from gravimeta.entities import Catalog, Column, Metalake, Schema, Table
 from gravimeta.errors import IllegalArgument
 
+#: the property that reports whether a metalake or catalog is enabled (Gravitino's PROPERTY_IN_USE)
+IN_USE = "in-use"
+
 Change = dict[str, Any]
 Changes = list[Change]  # an alias: in the dispatchers, `list` names their own list() method
+
+
+class Unchanged(Exception):
+    """Raised by a mutation that has nothing to change: the store transaction rolls back, nothing is
+    written (an enable of an enabled metalake or catalog, as in Gravitino)."""
 
 
 def is_rename(change: Change) -> bool:
@@ -35,22 +44,36 @@ def _common(entity: Any, change: Change) -> bool:
     return True
 
 
+def property_changes(changes: list[Change]) -> tuple[dict[str, str], list[str]]:
+    """The keys an update list sets (with their last value) and removes, for the property checks."""
+    upserts = {c["property"]: c["value"] for c in changes if c["@type"] == "setProperty"}
+    deletes = [c["property"] for c in changes if c["@type"] == "removeProperty"]
+    return upserts, deletes
+
+
 def apply_metalake_changes(metalake: Metalake, changes: list[Change]) -> Metalake:
     for change in changes:
         _common(metalake, change)
-    return metalake
+    return _storable(metalake, changes)
 
 
 def apply_catalog_changes(catalog: Catalog, changes: list[Change]) -> Catalog:
     for change in changes:
         _common(catalog, change)
-    return catalog
+    return _storable(catalog, changes)
 
 
 def apply_schema_changes(schema: Schema, changes: list[Change]) -> Schema:
     for change in changes:
         _common(schema, change)
-    return schema
+    return _storable(schema, changes)
+
+
+def _storable(entity: Any, changes: list[Change]) -> Any:
+    """The properties that setProperty changes let grow across alters must still fit their column."""
+    if any(change["@type"] == "setProperty" for change in changes):
+        check_json_size(entity.properties, f"The properties of {entity.name}")
+    return entity
 
 
 def apply_table_changes(table: Table, changes: list[Change]) -> Table:
@@ -59,7 +82,7 @@ def apply_table_changes(table: Table, changes: list[Change]) -> Table:
             _TABLE_CHANGES[change["@type"]](table, change)
     if not table.columns:
         raise IllegalArgument(f"Table {table.name} must keep at least one column")
-    return table
+    return _storable(table, changes)
 
 
 def target_schema(changes: list[Change]) -> str | None:

@@ -20,7 +20,7 @@ class ConnectorCache:
 
     def for_catalog(self, catalog: Catalog) -> Connector:
         key = (catalog.metalake, catalog.name)
-        signature = (catalog.provider, tuple(sorted(catalog.properties.items())))
+        signature = (catalog.id, catalog.provider, tuple(sorted(catalog.properties.items())))
         with self._lock:
             cached = self._instances.get(key)
             if cached is not None and cached[0] == signature:

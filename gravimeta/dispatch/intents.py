@@ -1,7 +1,7 @@
-"""The structural connector operations the journal knows, each as three steps driven by its journalled
-payload alone (so a repair in another process can run them):
+"""The steps of each journalled operation, driven by its typed record (intent_records.py) alone, so a
+repair in another process can run them:
 
-- engine:  the idempotent connector call;
+- engine:  the idempotent connector call(s), carrying the claim's fence;
 - observe: what the engine really has -> APPLIED, NOT_APPLIED or UNCLEAR;
 - apply:   the store change; returns (result, already). `already` is None when this call made the change;
            otherwise it is the store's own error saying the change is already there (create: XAlreadyExists,
@@ -10,13 +10,13 @@ payload alone (so a repair in another process can run them):
            (gravimeta/dispatch/journal.py): a repair of this very intent (the request's own change: answer
            `result`) or another operation (a live request answers `already`). A drop that finds the
            object gone deletes nothing and returns None ("dropped: false"), as the store's own drop does.
-
+- undo:    the engine call that takes the change back (a create is dropped, a rename renamed back), for
+           a change the store has proved it cannot hold (StoreRefused); None for drops: what an engine
+           dropped cannot be brought back.
 - direct:  for a process-local connector (Connector.process_local): the store change and the engine call
            in the caller's ONE write transaction, store first (its errors are the answer), then the
            engine, whose failure rolls the store change back. No intent is recorded: the engine is a
            mirror of the store that ends with the process, so there is nothing a repair could find.
-
-Every payload carries the metalake `m`, catalog `c` and `user` besides the operation's own fields.
 """
 
 from __future__ import annotations
@@ -27,27 +27,26 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from connectors.base import Connector
+from connectors.base import NO_FENCE, Connector, Fence
 from gravimeta import errors
+from gravimeta.dispatch.intent_records import (
+    CreateSchema,
+    CreateTable,
+    DropSchema,
+    DropTable,
+    Record,
+    RenameTable,
+)
 from gravimeta.dispatch.table_rules import table_mutation
-from gravimeta.entities import Audit, Column, Schema, Table
+from gravimeta.entities import Audit, Schema, Table
 from gravimeta.store import EntityStore
 
 APPLIED, NOT_APPLIED, UNCLEAR = "applied", "not applied", "unclear"
-Payload = dict[str, Any]
 Applied = tuple[Any, errors.GravitinoError | None]
 
 
 def to_json(entity: Schema | Table) -> dict[str, Any]:
     return asdict(entity)
-
-
-def schema_of(data: dict[str, Any]) -> Schema:
-    return Schema(**{**data, "audit": Audit(**data["audit"])})
-
-
-def table_of(data: dict[str, Any]) -> Table:
-    return Table(**{**data, "columns": [Column(**c) for c in data["columns"]], "audit": Audit(**data["audit"])})
 
 
 def _tables(connector: Connector, schema: str) -> list[str]:
@@ -58,56 +57,100 @@ def _tables(connector: Connector, schema: str) -> list[str]:
 
 
 @dataclass(frozen=True)
-class Operation:
+class Steps:
     describe: str
-    engine: Callable[[Connector, Payload], object]
-    observe: Callable[[Connector, Payload], str]
-    apply: Callable[[EntityStore, Payload], Applied]
-    direct: Callable[[EntityStore, Session, Connector, Payload], Any]
+    engine: Callable[[Connector, Any, Fence], object]
+    observe: Callable[[Connector, Any], str]
+    apply: Callable[[EntityStore, Any], Applied]
+    direct: Callable[[EntityStore, Session, Connector, Any], Any]
+    undo: Callable[[Connector, Any, Fence], object] | None
 
 
-def _create_schema(store: EntityStore, p: Payload) -> Applied:
+def steps(record: Record) -> Steps:
+    return STEPS[type(record)]
+
+
+# ---------------------------------------------------------------- create schema
+
+def _create_schema_apply(store: EntityStore, r: CreateSchema) -> Applied:
+    w = r.where
     try:
-        return store.create_schema(p["m"], p["c"], schema_of(p["schema"]), p["user"]), None
+        return store.create_schema(w.metalake, w.catalog, r.schema, w.user), None
     except errors.SchemaAlreadyExists as exists:
-        return store.get_schema(p["m"], p["c"], p["schema"]["name"]), exists
+        return store.get_schema(w.metalake, w.catalog, r.schema.name), exists
 
 
-def _create_table(store: EntityStore, p: Payload) -> Applied:
-    table = table_of(p["table"])
+def _create_schema_direct(store: EntityStore, s: Session, conn: Connector, r: CreateSchema) -> Schema:
+    created = store.create_schema_in(s, r.where.metalake, r.where.catalog, r.schema, r.where.user)
+    conn.create_schema(r.schema)
+    return created
+
+
+# ---------------------------------------------------------------- drop schema
+
+def _drop_schema_direct(store: EntityStore, s: Session, conn: Connector, r: DropSchema) -> bool | None:
+    if not store.drop_schema_in(s, r.where.metalake, r.where.catalog, r.name, r.cascade):
+        return None
+    conn.drop_schema(r.name, cascade=True)
+    return True
+
+
+# ---------------------------------------------------------------- create table
+
+def _create_table_apply(store: EntityStore, r: CreateTable) -> Applied:
+    w = r.where
     try:
-        return store.create_table(p["m"], p["c"], p["schema"], table, p["user"]), None
+        return store.create_table(w.metalake, w.catalog, r.schema, r.table, w.user), None
     except errors.TableAlreadyExists as exists:
-        return store.get_table(p["m"], p["c"], p["schema"], table.name), exists
+        return store.get_table(w.metalake, w.catalog, r.schema, r.table.name), exists
 
 
-def _rename_engine(connector: Connector, p: Payload) -> None:
-    _rename_in_engine(connector, p, table_of(p["before"]), table_of(p["after"]))
+def _create_table_direct(store: EntityStore, s: Session, conn: Connector, r: CreateTable) -> Table:
+    created = store.create_table_in(s, r.where.metalake, r.where.catalog, r.schema, r.table, r.where.user)
+    conn.create_table(r.schema, r.table)
+    return created
 
 
-def _rename_in_engine(connector: Connector, p: Payload, before: Table, after: Table) -> None:
-    target = p["new_schema"] or p["schema"]
-    if (target, after.name) != (p["schema"], before.name):
-        connector.rename_table(p["schema"], before.name, target, after.name)
-    connector.alter_table(target, replace(before, name=after.name), after)
+# ---------------------------------------------------------------- rename table
+
+def _rename_engine(connector: Connector, r: RenameTable, fence: Fence) -> None:
+    assert r.before is not None and r.after is not None
+    _rename_in_engine(connector, r, r.before, r.after, fence)
 
 
-def _rename_observe(connector: Connector, p: Payload) -> str:
-    old, new = (p["schema"], p["name"]), (p["new_schema"] or p["schema"], p["after"]["name"])
+def _rename_in_engine(connector: Connector, r: RenameTable, before: Table, after: Table, fence: Fence) -> None:
+    """rename_table (skipped for a same-name alter), then alter_table. A refusal of the second call
+    after the first was applied is not "nothing happened": it is reported as an unknown outcome."""
+    moved = (r.target_schema, after.name) != (r.schema, before.name)
+    if moved:
+        connector.rename_table(r.schema, before.name, r.target_schema, after.name, fence=fence)
+    try:
+        connector.alter_table(r.target_schema, replace(before, name=after.name), after, fence=fence)
+    except errors.GravitinoError as exc:
+        if moved and exc.http_status < 500:
+            raise errors.ConnectionFailed(
+                f"the engine renamed the table but refused the rest of the change: {exc.message}") from exc
+        raise
+
+
+def _rename_observe(connector: Connector, r: RenameTable) -> str:
+    assert r.after is not None
+    old, new = (r.schema, r.name), (r.target_schema, r.after.name)
     if old == new:
         return APPLIED  # an alter without a real rename: the store change is the safe side
     has_old, has_new = old[1] in _tables(connector, old[0]), new[1] in _tables(connector, new[0])
     return {(False, True): APPLIED, (True, False): NOT_APPLIED}.get((has_old, has_new), UNCLEAR)
 
 
-def _rename_apply(store: EntityStore, p: Payload) -> Applied:
-    m, c, target = p["m"], p["c"], p["new_schema"] or p["schema"]
+def _rename_apply(store: EntityStore, r: RenameTable) -> Applied:
+    m, c, target = r.where.metalake, r.where.catalog, r.target_schema
+    assert r.after is not None
     try:
-        mutate = table_mutation(p["changes"])
-        return store.update_table(m, c, p["schema"], p["name"], mutate, p["user"], new_schema=p["new_schema"])[1], None
+        mutate = table_mutation(r.changes)
+        return store.update_table(m, c, r.schema, r.name, mutate, r.where.user, new_schema=r.new_schema)[1], None
     except errors.NoSuchTable as gone:
-        renamed = store.get_table(m, c, target, p["after"]["name"])  # NoSuchTable again if neither
-        if not _same_definition(renamed, table_of(p["after"])):
+        renamed = store.get_table(m, c, target, r.after.name)  # NoSuchTable again if neither
+        if not _same_definition(renamed, r.after):
             # renamed by an operation with other changes: the engine may hold either shape, so this
             # intent must not end as "already applied" (the repair marks it stuck)
             raise errors.NoSuchTable(f"{gone.message}; {m}.{c}.{target}.{renamed.name} exists, but not as this "
@@ -115,79 +158,74 @@ def _rename_apply(store: EntityStore, p: Payload) -> Applied:
         return renamed, gone
 
 
+def _rename_undo(connector: Connector, r: RenameTable, fence: Fence) -> None:
+    """Back to the old shape at the new name, then back to the old name."""
+    assert r.before is not None and r.after is not None
+    connector.alter_table(r.target_schema, r.after, replace(r.before, name=r.after.name), fence=fence)
+    if (r.target_schema, r.after.name) != (r.schema, r.before.name):
+        connector.rename_table(r.target_schema, r.after.name, r.schema, r.before.name, fence=fence)
+
+
+def _rename_direct(store: EntityStore, s: Session, conn: Connector, r: RenameTable) -> Table:
+    before, after = store.update_table_in(s, r.where.metalake, r.where.catalog, r.schema, r.name,
+                                          table_mutation(r.changes), r.where.user, new_schema=r.new_schema)
+    _rename_in_engine(conn, r, before, after, NO_FENCE)
+    return after
+
+
 def _same_definition(a: Table, b: Table) -> bool:
     return replace(a, audit=Audit(), version=0) == replace(b, audit=Audit(), version=0)
+
+
+# ---------------------------------------------------------------- drop table
+
+def _drop_table_engine(conn: Connector, r: DropTable, fence: Fence) -> bool:
+    return (conn.purge_table if r.purge else conn.drop_table)(r.schema, r.name, fence=fence)
+
+
+def _drop_table_direct(store: EntityStore, s: Session, conn: Connector, r: DropTable) -> bool | None:
+    if not store.drop_table_in(s, r.where.metalake, r.where.catalog, r.schema, r.name):
+        return None
+    _drop_table_engine(conn, r, NO_FENCE)
+    return True
 
 
 def _drop(dropped: bool) -> Applied:
     return (True if dropped else None), None
 
 
-# ---------------------------------------------------------------- direct steps (process-local engines)
-
-def _create_schema_direct(store: EntityStore, s: Session, conn: Connector, p: Payload) -> Schema:
-    schema = schema_of(p["schema"])
-    created = store.create_schema_in(s, p["m"], p["c"], schema, p["user"])
-    conn.create_schema(schema)
-    return created
-
-
-def _drop_schema_direct(store: EntityStore, s: Session, conn: Connector, p: Payload) -> bool | None:
-    if not store.drop_schema_in(s, p["m"], p["c"], p["name"], p["cascade"]):
-        return None
-    conn.drop_schema(p["name"], cascade=True)
-    return True
-
-
-def _create_table_direct(store: EntityStore, s: Session, conn: Connector, p: Payload) -> Table:
-    table = table_of(p["table"])
-    created = store.create_table_in(s, p["m"], p["c"], p["schema"], table, p["user"])
-    conn.create_table(p["schema"], table)
-    return created
-
-
-def _rename_direct(store: EntityStore, s: Session, conn: Connector, p: Payload) -> Table:
-    before, after = store.update_table_in(s, p["m"], p["c"], p["schema"], p["name"], table_mutation(p["changes"]),
-                                          p["user"], new_schema=p["new_schema"])
-    _rename_in_engine(conn, p, before, after)
-    return after
-
-
-def _drop_table_direct(store: EntityStore, s: Session, conn: Connector, p: Payload) -> bool | None:
-    if not store.drop_table_in(s, p["m"], p["c"], p["schema"], p["name"]):
-        return None
-    (conn.purge_table if p["purge"] else conn.drop_table)(p["schema"], p["name"])
-    return True
-
-
-OPERATIONS: dict[str, Operation] = {
-    "create_schema": Operation(
+STEPS: dict[type, Steps] = {
+    CreateSchema: Steps(
         "schema creation",
-        lambda conn, p: conn.create_schema(schema_of(p["schema"])),
-        lambda conn, p: APPLIED if p["schema"]["name"] in conn.list_schemas() else NOT_APPLIED,
-        _create_schema,
+        lambda conn, r, fence: conn.create_schema(r.schema, fence=fence),
+        lambda conn, r: APPLIED if r.schema.name in conn.list_schemas() else NOT_APPLIED,
+        _create_schema_apply,
         _create_schema_direct,
+        lambda conn, r, fence: conn.drop_schema(r.schema.name, cascade=False, fence=fence),
     ),
-    "drop_schema": Operation(
+    DropSchema: Steps(
         "schema drop",
-        lambda conn, p: conn.drop_schema(p["name"], cascade=True),
-        lambda conn, p: NOT_APPLIED if p["name"] in conn.list_schemas() else APPLIED,
-        lambda store, p: _drop(store.drop_schema(p["m"], p["c"], p["name"], cascade=True)),
+        lambda conn, r, fence: conn.drop_schema(r.name, cascade=True, fence=fence),
+        lambda conn, r: NOT_APPLIED if r.name in conn.list_schemas() else APPLIED,
+        lambda store, r: _drop(store.drop_schema(r.where.metalake, r.where.catalog, r.name, cascade=True)),
         _drop_schema_direct,
+        None,
     ),
-    "create_table": Operation(
+    CreateTable: Steps(
         "table creation",
-        lambda conn, p: conn.create_table(p["schema"], table_of(p["table"])),
-        lambda conn, p: APPLIED if p["table"]["name"] in _tables(conn, p["schema"]) else NOT_APPLIED,
-        _create_table,
+        lambda conn, r, fence: conn.create_table(r.schema, r.table, fence=fence),
+        lambda conn, r: APPLIED if r.table.name in _tables(conn, r.schema) else NOT_APPLIED,
+        _create_table_apply,
         _create_table_direct,
+        lambda conn, r, fence: conn.drop_table(r.schema, r.table.name, fence=fence),
     ),
-    "rename_table": Operation("table rename", _rename_engine, _rename_observe, _rename_apply, _rename_direct),
-    "drop_table": Operation(
+    RenameTable: Steps("table rename", _rename_engine, _rename_observe, _rename_apply, _rename_direct, _rename_undo),
+    DropTable: Steps(
         "table drop",
-        lambda conn, p: (conn.purge_table if p["purge"] else conn.drop_table)(p["schema"], p["name"]),
-        lambda conn, p: NOT_APPLIED if p["name"] in _tables(conn, p["schema"]) else APPLIED,
-        lambda store, p: _drop(store.drop_table(p["m"], p["c"], p["schema"], p["name"])),
+        _drop_table_engine,
+        lambda conn, r: NOT_APPLIED if r.name in _tables(conn, r.schema) else APPLIED,
+        lambda store, r: _drop(store.drop_table(r.where.metalake, r.where.catalog, r.schema, r.name)),
         _drop_table_direct,
+        None,
     ),
 }

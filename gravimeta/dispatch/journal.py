@@ -1,22 +1,31 @@
-"""Journalled connector operations and their repair (DESIGN.md §6 and §9, docs/consistency.md).
+"""Journalled connector operations (DESIGN.md §6 and §9, docs/consistency.md §2).
 
 A structural schema/table operation runs, inside the coordinator's structural scope, as:
-  1. intent: one store transaction checks the store's preconditions and records the operation;
-  2. engine: the idempotent connector call;
+  0. repair: the intents earlier operations left open under its scope (repair.py), whatever the catalog;
+  1. intent: one store transaction checks the store's preconditions and records the operation as a
+             typed record (intent_records.py) naming its catalog by id;
+  2. engine: the idempotent connector call, carrying the claim's fence (engine_calls.py), started only
+             while the claim is trusted and bounded by what is left of it;
   3. store:  one transaction applies the change and deletes the intent. When the store already shows the
              change, the intent says who made it: gone means a repair of this intent did (the request's
              own change: answer it), still open means another operation did, so the request answers as
              if it had come after that one (409 XAlreadyExists, 404 for a rename, `dropped: false`).
-A refusal by the engine (a 4xx-class error) deletes the intent and is returned as is. Any other engine
-failure leaves the intent and becomes ConnectionFailed (502) saying the outcome is unknown; a crash
-leaves it as well. The repair asks the engine what it really has and rolls the store forward
-(APPLIED) or drops the intent (NOT_APPLIED, once the intent is older than the settle time, so that a
-call still hanging in the engine cannot land after it was undone). It runs before every structural
-operation for the intents under that scope, and for all scopes in `repair_pending()` (`gravimeta repair`).
 
-A catalog whose connector is process-local (the memory provider: its engine only mirrors the store and
-ends with the process) has nothing for a journal to repair: its operations run whole in one store
-transaction, store first, then the mirror (Operation.direct), and never record an intent.
+Every answer is true (docs/consistency.md §2, "What the client is told"):
+- the engine provably did not apply the call (a 4xx-class refusal, StaleFence, the claim ran out before
+  it was sent, EngineUnreachable): the intent is withdrawn without the claim (safe: nothing may roll it
+  forward).
+  Withdrawn: the refusal as is (FenceLost 409 for a stale fence: not saved, retry is safe). Already
+  gone (a repair settled it, we cannot tell which way): OutcomeUnknown;
+- any other engine failure, or the store step failing after the engine call (FenceLost, the database
+  unavailable): the intent stays for the repair, which may still roll it forward: OutcomeUnknown (502,
+  "outcome unknown, pending operation N"), never "not saved";
+- the store proves it cannot hold the change (StoreRefused): the engine step is undone and the intent
+  ends: StoreRefused (400). If the undo fails, the intent is marked stuck: OutcomeUnknown.
+
+A catalog whose connector is process-local (memory) runs its operations whole in one store transaction
+(Operation.direct, no intent), after settling any leftover intents under its scope (they belong to
+another catalog: one dropped or renamed away).
 """
 
 from __future__ import annotations
@@ -25,31 +34,32 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import delete
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm import Session
 
 from connectors.base import Connector
-from gravimeta import errors
+from gravimeta import errors, failpoints
 from gravimeta.concurrency.coordinator import Coordinator, require_lasting_claim
 from gravimeta.concurrency.paths import scope_path
 from gravimeta.dispatch.connector_cache import ConnectorCache
+from gravimeta.dispatch.engine_calls import call_fence
 from gravimeta.dispatch.guarded import catalog_in_use_in
-from gravimeta.dispatch.intents import APPLIED, NOT_APPLIED, OPERATIONS, Applied, Payload
+from gravimeta.dispatch.intent_records import Record, encode, placed
+from gravimeta.dispatch.intents import Applied, Steps, steps
+from gravimeta.dispatch.repair import Repairer
 from gravimeta.entities import NameIdentifier
 from gravimeta.store import EntityStore, guard
 from gravimeta.store.journal import STUCK, Intent, OperationJournal, operation_journal
 
 log = logging.getLogger(__name__)
 
-#: how old an intent must be before "the engine does not have it" is taken as final (longer than any
-#: connector call may still be running in the engine after its client gave up)
+#: how old an intent must be before "the engine does not have it" is taken as final when no claim is
+#: held (distributed lock off): longer than any connector call may still be running in the engine
 DEFAULT_SETTLE_S = 30.0
-#: store errors that mean a roll-forward cannot be applied as journalled (a human must look)
-_UNAPPLIABLE = (errors.NotFound, errors.AlreadyExists, errors.IllegalArgument, errors.NonEmpty)
+R = TypeVar("R", bound=Record)
 
 
 @dataclass
@@ -57,6 +67,8 @@ class _FirstStep:
     """What the first store transaction of an operation did."""
 
     connector: Connector = field(default=None)  # type: ignore[assignment]  # set by its prelude
+    catalog_id: int = 0
+    record: Record | None = None  # journalled: the record it checked and recorded
     intent: Intent | None = None  # journalled: the intent it recorded (None: nothing to do)
     left_open: list[Intent] = field(default_factory=list)  # open intents it found instead
     result: Any = None  # process-local: the operation's answer (it ran whole)
@@ -70,34 +82,47 @@ class Reconciler:
         self.store, self.coordinator, self.connectors = store, coordinator, connectors
         self.journal = OperationJournal(store)
         self.settle_ms = int(settle_s * 1000)
+        self.repairer = Repairer(store, coordinator, connectors, self.journal, self.settle_ms)
+
+    def repair_pending(self, settle_s: float | None = None) -> Counter[str]:
+        """Repair every open intent (`gravimeta repair`): Repairer.repair_pending."""
+        return self.repairer.repair_pending(settle_s)
 
     # ------------------------------------------------------------------ running an operation
 
-    def run(self, scope: NameIdentifier, m: str, c: str, operation: str, payload: Payload,
-            check: Callable[[Session], dict[str, Any] | None],
+    def run(self, scope: NameIdentifier, record: R, check: Callable[[Session, R], R | None],
             refuse: Callable[[Connector], None] | None = None) -> Any:
         """Intent, engine, store (or, for a process-local connector, the whole operation in one store
-        transaction: Operation.direct); call inside coordinator.run_structural(scope). None when there
-        was nothing to do: `check` found nothing, or the drop found the object already gone from the
-        store. `refuse(connector)` may reject the request for what the catalog's connector cannot do."""
-        first = self._first_step(scope_path(scope), m, c, operation, payload, check, refuse)
-        if first.intent is None:
+        transaction); call inside coordinator.run_structural(scope). `record` names its catalog by
+        metalake and catalog name (its id is filled in here); `check(session, record)` checks the store's
+        preconditions and returns the record with what it found, or None when there is nothing to do.
+        None when there was nothing to do. `refuse(connector)` may reject the request for what the
+        catalog's connector cannot do."""
+        path = scope_path(scope)
+        first = self._first_step(path, record, cast(Callable[[Session, Record], Record | None], check), refuse)
+        if first.intent is None or first.record is None:
             return first.result
-        connector, intent = first.connector, first.intent
-        op = OPERATIONS[operation]
+        connector, intent, record_ = first.connector, first.intent, first.record
+        op = steps(record_)
+        context = {"intent": intent.id, "scope": path, "operation": intent.operation}
         try:
-            op.engine(connector, intent.payload)
+            fence = call_fence(path)
+            failpoints.hit("engine.before_call", **context)
+            op.engine(connector, record_, fence)
         except errors.GravitinoError as exc:
-            if exc.http_status < 500:  # the engine refused: nothing happened anywhere
-                self.journal.discard(intent.id)
-                raise
-            self._note_failure(intent, exc)
-            raise errors.ConnectionFailed(
-                f"{exc.message.rstrip('.')}. The outcome of this {op.describe} is unknown: gravimeta recorded "
-                f"it as pending operation {intent.id} and will reconcile its metadata with the engine"
-            ) from exc
+            raise self._engine_failed(intent, op, exc) from exc
         # any other exception (a connector bug) propagates as it is; the intent stays for the repair
-        result, already = self._apply(intent, last=True)
+        failpoints.hit("engine.after_call", **context)
+        try:
+            result, already = self._apply(intent, record_)
+        except errors.StoreRefused as exc:
+            raise self._store_refused(intent, record_, connector, path, exc) from exc
+        except errors.FenceLost as exc:  # its own message ("not saved; retry") would be untrue here
+            raise self._unknown(intent, op, f"This operation's claim on {path} was taken over after the engine "
+                                            f"call, before its store step (FenceLostException)") from exc
+        except errors.StoreUnavailable as exc:
+            raise self._unknown(intent, op, f"The store step of this {op.describe} failed after the engine "
+                                            f"call ({exc.message.rstrip('.')})") from exc
         if already is not None and self._end(intent):
             # the store has the change but this intent was still open: ANOTHER operation made it (a repair
             # that rolled this intent forward would have ended it in the same transaction). The engine
@@ -105,17 +130,58 @@ class Reconciler:
             raise already
         return result
 
-    def _note_failure(self, intent: Intent, exc: errors.GravitinoError) -> None:
-        try:
-            self.journal.note(intent.id, f"engine call failed: {exc.message}")
-        except errors.GravitinoError:  # the detail is for operators; the engine's error matters more
-            log.exception("could not note the failure of intent %s", intent.id)
+    def _engine_failed(self, intent: Intent, op: Steps, exc: errors.GravitinoError) -> errors.GravitinoError:
+        """The answer for an engine call that failed (see the module docstring)."""
+        if isinstance(exc, errors.StaleFence | errors.EngineUnreachable) or exc.http_status < 500:  # not applied
+            if not self.journal.withdraw(intent.id):
+                return errors.OutcomeUnknown(
+                    f"{exc.message.rstrip('.')}. Meanwhile another operation's repair settled pending operation "
+                    f"{intent.id} (this {op.describe}); its outcome is unknown here: look before retrying",
+                    intent.id)
+            if isinstance(exc, errors.StaleFence):
+                return errors.FenceLost(f"{exc.message.rstrip('.')}. This {op.describe} was not saved; retry")
+            return exc
+        self._note(intent, f"engine call failed: {exc.message}")
+        return self._unknown(intent, op, exc.message.rstrip("."))
 
-    def _apply(self, intent: Intent, last: bool = False) -> Applied:
-        """The store step, ending the intent in the same transaction unless `already` (see intents.py).
-        `last`: the operation's own apply step, its last store write (the claim may end with it)."""
-        with self.journal.finishing(intent.id, last):
-            return OPERATIONS[intent.operation].apply(self.store, intent.payload)
+    @staticmethod
+    def _unknown(intent: Intent, op: Steps, why: str) -> errors.OutcomeUnknown:
+        return errors.OutcomeUnknown(
+            f"{why}. The outcome of this {op.describe} is unknown: gravimeta recorded it as pending operation "
+            f"{intent.id} and will reconcile its metadata with the engine", intent.id)
+
+    def _store_refused(self, intent: Intent, record: Record, connector: Connector, path: str,
+                       refused: errors.StoreRefused) -> errors.GravitinoError:
+        """The store cannot hold the change: undo the engine step and end the intent, so that one
+        value can never keep the intent (and every later operation on its scope) failing."""
+        op = steps(record)
+        try:
+            if op.undo is None:
+                raise errors.UnsupportedOperation(f"a {op.describe} cannot be undone")
+            op.undo(connector, record, call_fence(path))
+        except errors.GravitinoError as exc:
+            self._note(intent, f"the store refuses it ({refused.message}); undoing the engine step failed: "
+                               f"{exc.message}", STUCK)
+            return self._unknown(intent, op, f"{refused.message.rstrip('.')}; undoing the engine's change failed "
+                                              f"({exc.message.rstrip('.')})")
+        try:
+            self.journal.discard(intent.id)
+        except errors.GravitinoError:  # the engine is back to before: a repair rolls the intent back
+            log.exception("could not end intent %s after undoing it", intent.id)
+        return errors.StoreRefused(f"{refused.message.rstrip('.')}. The {op.describe} was undone in the catalog's "
+                                   "engine; nothing was changed")
+
+    def _note(self, intent: Intent, detail: str, state: str | None = None) -> None:
+        try:
+            self.journal.note(intent.id, detail, state)
+        except errors.GravitinoError:  # the detail is for operators; the answer matters more
+            log.exception("could not note on intent %s: %s", intent.id, detail)
+
+    def _apply(self, intent: Intent, record: Record) -> Applied:
+        """The operation's own store step, its last store write (the claim may end with it), ending the
+        intent in the same transaction unless `already` (see intents.py)."""
+        with self.journal.finishing(intent.id, last=True):
+            return steps(record).apply(self.store, record)
 
     def _end(self, intent: Intent) -> bool:
         """Delete the intent; whether it was still open (no repair had ended it)."""
@@ -125,112 +191,53 @@ class Reconciler:
 
         return self.store.write(work)
 
-    def _first_step(self, path: str, m: str, c: str, operation: str, payload: Payload,
-                    check: Callable[[Session], dict[str, Any] | None],
+    def _first_step(self, path: str, record: Record, check: Callable[[Session, Record], Record | None],
                     refuse: Callable[[Connector], None] | None) -> _FirstStep:
         """The operation's first store transaction. Intents that earlier operations left open under
         `path` come first (the next claimant's duty): the transaction then ends without writing
         anything, they are repaired, and it runs once more without looking again (what stays open,
         e.g. an unreachable engine, does not block the operation; the request that follows will try
         again)."""
-        first = self._try_first_step(path, m, c, operation, payload, check, refuse, True)
+        first = self._try_first_step(path, record, check, refuse, True)
         if first.left_open:
-            self._repair_all(first.left_open)
-            first = self._try_first_step(path, m, c, operation, payload, check, refuse, False)
+            self.repairer.repair_all(first.left_open)
+            first = self._try_first_step(path, record, check, refuse, False)
         return first
 
-    def _try_first_step(self, path: str, m: str, c: str, operation: str, payload: Payload,
-                        check: Callable[[Session], dict[str, Any] | None],
+    def _try_first_step(self, path: str, record: Record, check: Callable[[Session, Record], Record | None],
                         refuse: Callable[[Connector], None] | None, look_for_open: bool) -> _FirstStep:
-        """ONE store transaction: check that the metalake and catalog are in use and pick the catalog's
-        connector (reads that run before the claim's fence check, EntityStore.write's prelude). Then,
-        for a process-local connector, the whole operation (Operation.direct: no journal, and the
-        claim may end with this transaction). For any other connector, the intent step: look for open
-        intents under `path` (first, in the prelude), run the store's `check` and record the intent.
-        That needs a claim that lasts across transactions (coordinator.require_lasting_claim)."""
+        """ONE store transaction: check that the metalake and catalog are in use, pick the catalog's
+        connector and look for open intents under `path` (reads that run before the claim's fence
+        check, EntityStore.write's prelude). Then, for a process-local connector, the whole operation
+        (Operation.direct: no journal, and the claim may end with this transaction). For any other
+        connector, the intent step: run the store's `check` and record the intent. That needs a claim
+        that lasts across transactions (coordinator.require_lasting_claim)."""
         first = _FirstStep()
 
         def look(s: Session) -> None:
-            first.connector = connector = self.connectors.for_catalog(catalog_in_use_in(s, m, c))
+            catalog = catalog_in_use_in(s, record.where.metalake, record.where.catalog)
+            assert catalog.id is not None, "a stored catalog has an id"
+            first.connector, first.catalog_id = self.connectors.for_catalog(catalog), catalog.id
             if refuse is not None:
-                refuse(connector)
-            if connector.process_local:
-                return
-            require_lasting_claim()
+                refuse(first.connector)
+            if not first.connector.process_local:
+                require_lasting_claim()
             if look_for_open:
                 first.left_open = self.journal.pending_in(s, path, self.settle_ms)
 
         def work(s: Session) -> None:
+            if first.left_open:
+                return
+            here = placed(record, first.catalog_id)
             if first.connector.process_local:
-                first.result = OPERATIONS[operation].direct(self.store, s, first.connector, payload)
-            elif not first.left_open:
-                extra = check(s)
-                if extra is not None:
-                    first.intent = self.journal.insert_in(s, path, operation, {**payload, **extra})
+                first.result = steps(here).direct(self.store, s, first.connector, here)
+                return
+            checked = check(s, here)
+            if checked is not None:
+                first.record = checked
+                operation, catalog_id, payload = encode(checked)
+                first.intent = self.journal.insert_in(s, path, operation, catalog_id, payload)
 
-        with guard.last_write(lambda: first.connector.process_local):
+        with guard.last_write(lambda: first.connector.process_local and not first.left_open):
             self.store.write(work, prelude=look)
         return first
-
-    # ------------------------------------------------------------------ repair
-
-    def repair_pending(self, settle_s: float | None = None) -> Counter[str]:
-        """Repair every open intent, each under a claim on its own scope (reclaimer, `gravimeta repair`).
-        Returns how many ended in each outcome."""
-        settle_ms = self.settle_ms if settle_s is None else int(settle_s * 1000)
-        outcomes: Counter[str] = Counter()
-        for path in sorted({i.scope_path for i in self.journal.pending()}):
-            scope = NameIdentifier(tuple(path.strip("/").split("/")))
-            try:
-                outcomes += self.coordinator.run_structural(scope, partial(self._repair_scope, path, settle_ms))
-            except (errors.ScopeBusy, errors.FenceLost) as exc:
-                log.warning("journal repair of %s deferred: %s", path, exc.message)
-                outcomes["deferred"] += 1
-        return outcomes
-
-    def _repair_scope(self, path: str, settle_ms: int) -> Counter[str]:
-        return self._repair_all(self.journal.pending(path, settle_ms))
-
-    def _repair_all(self, intents: list[Intent]) -> Counter[str]:
-        return Counter(self._repair(intent) for intent in intents)
-
-    def _repair(self, intent: Intent) -> str:
-        p, op = intent.payload, OPERATIONS[intent.operation]
-        try:
-            catalog = self.store.get_catalog(p["m"], p["c"])
-        except errors.NotFound:
-            log.warning("journal: dropping intent %s (%s): catalog %s.%s is gone", intent.id, op.describe,
-                        p["m"], p["c"])
-            self.journal.discard(intent.id)
-            return "discarded"
-        connector = self.connectors.for_catalog(catalog)
-        if not connector.process_local:
-            require_lasting_claim()  # observe, then apply: two steps the claim must cover together
-        try:
-            seen = op.observe(connector, p)
-        except errors.GravitinoError as exc:
-            self.journal.note(intent.id, f"engine not observable: {exc.message}")
-            return "unreachable"
-        if seen == APPLIED:
-            try:
-                _, already = self._apply(intent)
-            except _UNAPPLIABLE as exc:
-                return self._stuck(intent, f"engine has the change, the store refuses it: {exc.message}")
-            if already is not None:  # made by another operation (or this intent's request just finished)
-                if not intent.settled:
-                    return "waiting"  # its request may still be running: it must find the intent to answer 409
-                self.journal.discard(intent.id)
-            log.info("journal: rolled %s (intent %s) forward", op.describe, intent.id)
-            return "rolled forward"
-        if seen == NOT_APPLIED:
-            if not intent.settled:
-                return "waiting"
-            self.journal.discard(intent.id)
-            log.info("journal: rolled %s (intent %s) back", op.describe, intent.id)
-            return "rolled back"
-        return self._stuck(intent, "engine shows neither the state before nor the state after")
-
-    def _stuck(self, intent: Intent, detail: str) -> str:
-        log.error("journal: intent %s (%s) is stuck: %s", intent.id, intent.operation, detail)
-        self.journal.note(intent.id, detail, state=STUCK)
-        return "stuck"

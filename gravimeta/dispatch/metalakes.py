@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+from contextlib import suppress
+
 from gravimeta import errors
 from gravimeta.concurrency.coordinator import Coordinator
 from gravimeta.concurrency.tree_lock import LockType
-from gravimeta.dispatch.changes import Changes, apply_metalake_changes, is_rename
+from gravimeta.dispatch.changes import IN_USE, Changes, Unchanged, apply_metalake_changes, is_rename
 from gravimeta.dispatch.connector_cache import ConnectorCache
 from gravimeta.entities import ROOT, Metalake, NameIdentifier
+from gravimeta.ownership.authorizer import Authorizer
 from gravimeta.store import EntityStore
+from gravimeta.store.journal import OperationJournal
 
 
 class MetalakeDispatcher:
-    def __init__(self, store: EntityStore, coordinator: Coordinator, connectors: ConnectorCache):
+    def __init__(self, store: EntityStore, coordinator: Coordinator, connectors: ConnectorCache,
+                 authorizer: Authorizer | None = None):
         self.store, self.coordinator, self.connectors = store, coordinator, connectors
+        self.authorizer = authorizer or Authorizer.off()
 
     def list(self) -> list[Metalake]:
         with self.coordinator.local(ROOT, LockType.READ):
@@ -25,7 +31,9 @@ class MetalakeDispatcher:
 
     def create(self, metalake: Metalake, user: str) -> Metalake:
         with self.coordinator.structural(ROOT, LockType.WRITE):
-            return self.store.create_metalake(metalake, user)
+            created = self.store.create_metalake(metalake, user)
+        self.authorizer.register_creator(created.name, user)
+        return created
 
     def alter(self, name: str, changes: Changes, user: str) -> Metalake:
         def mutate(metalake: Metalake) -> Metalake:
@@ -34,22 +42,34 @@ class MetalakeDispatcher:
             return apply_metalake_changes(metalake, changes)
 
         if any(is_rename(c) for c in changes):
-            with self.coordinator.structural(ROOT, LockType.WRITE):
+            new_name = apply_metalake_changes(Metalake(name), list(changes)).name
+            with self.coordinator.structural(ROOT, LockType.WRITE), \
+                    OperationJournal(self.store).following_rename(f"/{name}", f"/{new_name}"):
+                self.authorizer.require_owner(user, (name,), "alter")
                 _, after = self.store.update_metalake(name, mutate, user)
                 self.connectors.forget(name)
                 return after
         with self.coordinator.local(NameIdentifier.of(name), LockType.WRITE):
+            self.authorizer.require_owner(user, (name,), "alter")
             return self.store.update_metalake(name, mutate, user)[1]
 
     def set_in_use(self, name: str, in_use: bool, user: str) -> None:
+        """Enable or disable. Like Gravitino's MetalakeManager, a change also stores `in-use` among the
+        metalake's properties (so later alter responses show it), and setting the state it already has
+        writes nothing."""
+
         def mutate(metalake: Metalake) -> Metalake:
+            if metalake.in_use == in_use:
+                raise Unchanged
             metalake.in_use = in_use
+            metalake.properties[IN_USE] = "true" if in_use else "false"
             return metalake
 
-        with self.coordinator.local(NameIdentifier.of(name), LockType.WRITE):
+        with self.coordinator.local(NameIdentifier.of(name), LockType.WRITE), suppress(Unchanged):
+            self.authorizer.require_owner(user, (name,), "enable or disable")
             self.store.update_metalake(name, mutate, user)
 
-    def drop(self, name: str, force: bool) -> bool:
+    def drop(self, name: str, force: bool, user: str | None = None) -> bool:
         """Drop a metalake; force also drops it while in use and cascades to its catalogs."""
 
         def precheck(metalake: Metalake) -> None:
@@ -57,6 +77,7 @@ class MetalakeDispatcher:
                 raise errors.MetalakeInUse(f"Metalake {name} is in use; disable it first or use force=true")
 
         with self.coordinator.structural(ROOT, LockType.WRITE):
+            self.authorizer.require_owner(user, (name,), "drop")
             try:
                 catalogs = self.store.list_catalogs(name) if force else []
             except errors.NoSuchMetalake:

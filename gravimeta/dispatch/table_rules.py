@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gravimeta import errors
+from connectors.base import Connector
+from gravimeta import errors, shape_limits
 from gravimeta.dispatch.changes import Changes, apply_table_changes
 from gravimeta.entities import Table
 
@@ -14,6 +15,10 @@ def validate_table(table: Table) -> None:
     """The rules Gravitino's TableCreateRequest.validate() enforces, plus unique column names."""
     if not table.columns:
         raise errors.IllegalArgument(f"Table {table.name} needs at least one column")
+    for what, items, limit in (("columns", table.columns, shape_limits.COLUMNS),
+                               ("indexes", table.indexes, shape_limits.INDEXES)):
+        if len(items) > limit:  # alters add them one request at a time
+            raise errors.IllegalArgument(f"Table {table.name} would have {len(items)} {what}; the limit is {limit}")
     names = [c.name for c in table.columns]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
@@ -53,3 +58,15 @@ def _referenced_fields(table: Table) -> list[tuple[str, list[str]]]:
     for index in table.indexes:
         refs.extend(("indexes", f) for f in index.get("fieldNames", []))
     return refs
+
+
+def engine_checked(mutate: Callable[[Table], Table], connector: Connector) -> Callable[[Table], Table]:
+    """`mutate`, then the engine's own rules (Connector.check_table) on the result, inside the store
+    transaction that applies it: a table the engine cannot hold is refused before anything changes."""
+
+    def checked(table: Table) -> Table:
+        changed = mutate(table)
+        connector.check_table(changed)
+        return changed
+
+    return checked

@@ -19,7 +19,7 @@ def metalake_of(row: MetalakeRow) -> Metalake:
 def catalog_of(row: CatalogRow, metalake: str) -> Catalog:
     return Catalog(
         metalake, row.name, row.type, row.provider, row.comment, dict(row.properties or {}),
-        row.in_use, audit_of(row), row.version,
+        row.in_use, audit_of(row), row.version, row.id,
     )
 
 
@@ -28,7 +28,7 @@ def schema_of(row: SchemaRow) -> Schema:
 
 
 def column_of(row: ColumnRow) -> Column:
-    return Column(row.name, row.type, row.comment, row.nullable, row.auto_increment, row.default_value)
+    return Column(row.name, row.type, row.comment, row.nullable, row.auto_increment, row.default_value, id=row.id)
 
 
 #: the column fields of a raw row of the load-table statement, in this order
@@ -58,9 +58,11 @@ def table_of(row: Any, columns: list[Column]) -> Table:
 
 
 def column_rows(table_id: int, columns: list[Column]) -> list[ColumnRow]:
+    """Rows for the table's columns; a column that was stored before keeps its id (what is attached to
+    it, such as tags, refers to the id)."""
     return [
         ColumnRow(
-            table_id=table_id, position=i, name=c.name, type=c.type, comment=c.comment,
+            id=c.id, table_id=table_id, position=i, name=c.name, type=c.type, comment=c.comment,
             nullable=c.nullable, auto_increment=c.auto_increment, default_value=c.default_value,
         )
         for i, c in enumerate(columns)

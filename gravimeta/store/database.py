@@ -6,6 +6,15 @@
   so several queries see one consistent state of the tree.
 
 Engines must be created after a fork (gunicorn post_fork): pooled connections never cross processes.
+
+`idle_transaction_timeout_ms` (gravimeta.store.idle-transaction-timeout-ms, docs/ha.md "Bounded waits"):
+the database server itself ends a session of ours that sits idle inside a transaction that long
+(PostgreSQL idle_in_transaction_session_timeout, sent in the startup packet: no round trip; MariaDB
+idle_transaction_timeout, whole seconds, set once per new connection). A holder frozen inside its fenced
+store transaction (GC pause, SIGSTOP, network stall) then frees its rows after this timeout instead of
+after TCP keepalive (hours). The process finds its connection gone on its next statement: the store
+turns that into StoreUnavailable (503), and the pool replaces the connection. Lock waits of the claim
+layer are bounded per statement (lock_waits.py; the hook is installed here).
 """
 
 from __future__ import annotations
@@ -19,9 +28,12 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.orm import Session
 
+from gravimeta.store import lock_waits
 
-def create_store_engine(url: str, **kwargs: Any) -> Engine:
-    """Create an engine with the per-dialect settings the store relies on."""
+
+def create_store_engine(url: str, idle_transaction_timeout_ms: int = 0, **kwargs: Any) -> Engine:
+    """Create an engine with the per-dialect settings the store relies on; `idle_transaction_timeout_ms`
+    > 0: the server ends our sessions idle in a transaction that long (module docstring)."""
     parsed = make_url(url)
     backend = parsed.get_backend_name()
     if backend == "sqlite":
@@ -34,6 +46,10 @@ def create_store_engine(url: str, **kwargs: Any) -> Engine:
         url = str(parsed.set(drivername=f"{backend}+pymysql"))
     if backend in ("mysql", "mariadb"):
         kwargs.setdefault("connect_args", {}).setdefault("charset", "utf8mb4")
+    if backend == "postgresql" and idle_transaction_timeout_ms > 0:
+        connect_args = kwargs.setdefault("connect_args", {})
+        option = f"-c idle_in_transaction_session_timeout={int(idle_transaction_timeout_ms)}"
+        connect_args["options"] = f"{connect_args.get('options', '')} {option}".strip()
     # No pool_pre_ping: it cost one round trip on every checkout (4-6 per structural request). A
     # connection the database dropped fails its first statement instead; SQLAlchemy then invalidates
     # the whole pool (every connection opened before the failure is replaced on its next checkout),
@@ -41,7 +57,23 @@ def create_store_engine(url: str, **kwargs: Any) -> Engine:
     # (tests/chaos/test_database_outage.py). pool_recycle replaces idle connections before a server or
     # proxy idle timeout can cut them.
     kwargs.setdefault("pool_recycle", 1800)
-    return create_engine(url, isolation_level="READ COMMITTED", **kwargs)
+    engine = create_engine(url, isolation_level="READ COMMITTED", **kwargs)
+    lock_waits.install(engine)
+    if backend in ("mysql", "mariadb") and idle_transaction_timeout_ms > 0:
+        _end_idle_mariadb_transactions(engine, idle_transaction_timeout_ms)
+    return engine
+
+
+def _end_idle_mariadb_transactions(engine: Engine, timeout_ms: int) -> None:
+    seconds = max(1, -(-int(timeout_ms) // 1000))  # whole seconds, rounded up, at least 1
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        if "mariadb" not in str(getattr(dbapi_connection, "server_version", "")).lower():
+            return  # MySQL has no such variable (its wait_timeout counts idle sessions, not transactions)
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"SET SESSION idle_transaction_timeout = {seconds}")
+        cursor.close()
 
 
 def _configure_sqlite(engine: Engine, in_memory: bool) -> None:

@@ -22,14 +22,14 @@ from types import SimpleNamespace
 from typing import Any, TypeVar
 
 from sqlalchemy import Engine, and_, bindparam, delete, exists, select
-from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
-from gravimeta import errors
+from gravimeta import errors, failpoints
 from gravimeta.entities import Audit, Catalog, Column, Metalake, Schema, Table
-from gravimeta.store import convert
+from gravimeta.store import attachments, convert, lock_waits
 from gravimeta.store.database import disabled_for_test, snapshot_session, write_session
-from gravimeta.store.guard import current_guard
+from gravimeta.store.guard import current_guard, joined_transaction
 from gravimeta.store.models import (
     CatalogRow,
     ColumnRow,
@@ -70,19 +70,32 @@ def _mysql_code(orig: BaseException | None) -> Any:
 
 
 def _is_retryable(exc: BaseException) -> bool:
-    """A deadlock or serialization failure, also when it is the cause/context of a later error: on
-    MySQL a deadlock rolls back the whole transaction, and a ROLLBACK TO SAVEPOINT issued while
-    unwinding then fails with 'SAVEPOINT does not exist', hiding the deadlock."""
-    seen: BaseException | None = exc
-    for _ in range(10):
-        if seen is None:
-            return False
-        if isinstance(seen, DBAPIError):
-            orig = seen.orig
-            if _sqlstate(orig) in _RETRYABLE_PG or _mysql_code(orig) in _RETRYABLE_MYSQL:
-                return True
-        seen = seen.__cause__ or seen.__context__
-    return False
+    """A deadlock or serialization failure, also when it is the cause/context of a later error
+    (lock_waits.caused_by says why the chain matters)."""
+    return lock_waits.caused_by(exc, _RETRYABLE_PG, _RETRYABLE_MYSQL)
+
+
+def is_unique_violation(exc: IntegrityError) -> bool:
+    """Whether `exc` is a unique-key violation (not a foreign-key one), on any backend."""
+    return _is_unique_violation(exc)
+
+
+# Constraint violations that are about the relation between rows, not about the value: a retry after the
+# other row changed may succeed, so they are not StoreRefused.
+_RELATIONAL_PG = {"23505", "23503"}  # unique, foreign key
+_RELATIONAL_MYSQL = {1062, 1586, 1451, 1452, 1216, 1217}
+_RELATIONAL_SQLITE = {1555, 2067, 787}  # primary key, unique, foreign key
+
+
+def _refuses_the_value(exc: IntegrityError) -> bool:
+    """A NOT NULL, CHECK or trigger refusal (the value cannot be stored), not a unique/foreign key one."""
+    orig = exc.orig
+    if getattr(orig, "sqlite_errorcode", None) is not None:
+        return getattr(orig, "sqlite_errorcode", None) not in _RELATIONAL_SQLITE
+    state = _sqlstate(orig)
+    if state is not None and state != "23000":
+        return state not in _RELATIONAL_PG
+    return _mysql_code(orig) not in _RELATIONAL_MYSQL
 
 
 def _is_unique_violation(exc: IntegrityError) -> bool:
@@ -126,18 +139,31 @@ class EntityStore:
 
     def write(self, work: Callable[[Session], T], prelude: Callable[[Session], object] | None = None) -> T:
         """Run `work` in one write transaction behind the current guard; retry on deadlock.
+
+        The transaction is the operation's claim's own when it has one (guard.joining: a PostgreSQL
+        advisory claim, whose locks were taken in it before the TreeLock), else a new one. Either way the
+        claim is held before this runs, so what the prelude and the work read and decide (which catalog,
+        by id; which connector; one transaction or the journal) is read after the claim was granted, in
+        the transaction whose commit the claim protects (DESIGN.md §2).
         `prelude`: reads without row locks that run in the same transaction BEFORE the guard, so that
-        a wait in them (a lock on a table, a slow disk) happens before a claim's guard locks its claim
-        row: a holder paused there must not keep the stealer of its expired claim waiting."""
+        a wait in them (a lock on a table, a slow disk) happens before a lease claim's guard locks its
+        claim row: a holder paused there must not keep the stealer of its expired claim waiting. The
+        guard then re-checks the claim in this transaction, so a prelude that read after a steal cannot
+        commit."""
+        joined = joined_transaction()
         for attempt in range(self.max_retries + 1):
             try:
-                with self._translated(), write_session(self.engine) as session:
+                with self._translated(), (joined() if joined is not None else write_session(self.engine)) as session:
                     if prelude is not None:
                         prelude(session)
                     guard = current_guard()
                     if guard is not None:
                         guard(session)
-                    return work(session)
+                        failpoints.hit("guard.after_lock")
+                    result = work(session)
+                    if guard is not None:
+                        failpoints.hit("store.before_commit")
+                    return result
             except DBAPIError as exc:
                 if attempt < self.max_retries and _is_retryable(exc):
                     time.sleep(0.01 * 2**attempt)
@@ -149,12 +175,27 @@ class EntityStore:
     def _translated(self) -> Iterator[None]:
         try:
             yield
-        except IntegrityError:
+        except IntegrityError as exc:
+            if _refuses_the_value(exc):
+                raise errors.StoreRefused(f"The metadata database refused a value of this request: {exc.orig}") from exc
             raise
+        except DataError as exc:  # the value itself: too long, NUL, bad encoding, out of range, a data check
+            raise errors.StoreRefused(f"The metadata database refused a value of this request: {exc.orig}") from exc
         except OperationalError as exc:
             if _is_retryable(exc):
                 raise
-            raise errors.StoreUnavailable(f"The metadata database failed: {exc.orig}") from exc
+            if lock_waits.timed_out(exc):  # a bounded lock wait ran out (lock_waits.py)
+                raise errors.ScopeBusy("A row this change needs stayed locked by another operation for longer "
+                                       "than this one could wait; nothing was changed, retry later") from exc
+            raise errors.StoreUnavailable(  # the driver's text names host, port and role: log only
+                "The metadata database failed; nothing was changed", detail=str(exc.orig)) from exc
+        except DBAPIError as exc:
+            if not (exc.connection_invalidated or lock_waits.session_ended(exc)):
+                raise
+            # e.g. the server ended our session, idle in its transaction too long (database.py): the
+            # transaction was rolled back, and the pool replaces the connection
+            raise errors.StoreUnavailable("The metadata database ended this transaction; nothing was changed",
+                                          detail=str(exc.orig)) from exc
 
     # ----------------------------------------------------------------- lookups (inside a session)
     # Public for checks that run inside a caller's own store transaction with the same row locks and
@@ -250,6 +291,7 @@ class EntityStore:
             if not cascade and s.scalar(select(exists(catalogs))):
                 raise errors.NonEmptyMetalake(f"Metalake {name} has catalogs; drop them first or use force")
             _delete_catalogs(s, catalogs)
+            attachments.metalake_dropped(s, row.id)
             s.execute(delete(MetalakeRow).where(MetalakeRow.id == row.id))
             return True
 
@@ -291,7 +333,8 @@ class EntityStore:
                 metalake_id=metalake.id, name=catalog.name, type=catalog.type, provider=catalog.provider,
                 comment=catalog.comment, properties=catalog.properties, in_use=True, version=1,
             )
-            convert.set_audit(row, Audit(user, now_iso()))
+            created = now_iso()  # Gravitino's CatalogManager fills lastModifier/Time on create too
+            convert.set_audit(row, Audit(user, created, user, created))
             s.add(row)
             _flush_unique(s, errors.CatalogAlreadyExists(f"Catalog {catalog.metalake}.{catalog.name} already exists"))
             return convert.catalog_of(row, catalog.metalake)
@@ -313,8 +356,12 @@ class EntityStore:
         return self.write(work)
 
     def drop_catalog(
-        self, m: str, c: str, cascade: bool, precheck: Callable[[Catalog], None] | None = None
+        self, m: str, c: str, cascade: bool, precheck: Callable[[Catalog], None] | None = None,
+        metalake_precheck: Callable[[Metalake], None] | None = None,
     ) -> bool:
+        """`metalake_precheck` runs once the catalog is found, before `precheck` (Gravitino checks the
+        catalog's existence, then its metalake's in-use state, then the catalog's)."""
+
         def work(s: Session) -> bool:
             metalake = s.scalar(select(MetalakeRow).where(MetalakeRow.name == m))
             if metalake is None:
@@ -323,6 +370,8 @@ class EntityStore:
             row = s.scalar(q.with_for_update())
             if row is None:
                 return False
+            if metalake_precheck:
+                metalake_precheck(convert.metalake_of(metalake))
             if precheck:
                 precheck(convert.catalog_of(row, m))
             schemas = select(SchemaRow.id).where(SchemaRow.catalog_id == row.id)
@@ -348,8 +397,8 @@ class EntityStore:
     def create_schema(self, m: str, c: str, schema: Schema, user: str) -> Schema:
         return self.write(lambda s: self.create_schema_in(s, m, c, schema, user))
 
-    def create_schema_in(self, s: Session, m: str, c: str, schema: Schema, user: str) -> Schema:
-        """create_schema inside the caller's write transaction."""
+    def create_schema_in(self, s: Session, m: str, c: str, schema: Schema, user: str | None) -> Schema:
+        """create_schema inside the caller's write transaction (`user` None: no creator, an import)."""
         catalog = self.catalog_row(s, m, c, lock="share")
         row = SchemaRow(
             catalog_id=catalog.id, name=schema.name, comment=schema.comment,
@@ -442,8 +491,8 @@ class EntityStore:
     def create_table(self, m: str, c: str, sc: str, table: Table, user: str) -> Table:
         return self.write(lambda s: self.create_table_in(s, m, c, sc, table, user))
 
-    def create_table_in(self, s: Session, m: str, c: str, sc: str, table: Table, user: str) -> Table:
-        """create_table inside the caller's write transaction."""
+    def create_table_in(self, s: Session, m: str, c: str, sc: str, table: Table, user: str | None) -> Table:
+        """create_table inside the caller's write transaction (`user` None: no creator, an import)."""
         schema = self.schema_row(s, m, c, sc, lock="share")
         row = TableRow(
             schema_id=schema.id, name=table.name, comment=table.comment, properties=table.properties,
@@ -479,6 +528,8 @@ class EntityStore:
         _flush_unique(s, errors.TableAlreadyExists(f"Table {target} already exists"))
         columns = after.columns  # equal to the stored ones unless rewritten below
         if after.columns != before.columns:
+            kept = {c.id for c in after.columns}  # rewritten with their ids: renamed or moved columns keep them
+            attachments.columns_dropped(s, [c.id for c in before.columns if c.id not in kept and c.id is not None])
             s.execute(delete(ColumnRow).where(ColumnRow.table_id == row.id))
             s.flush()
             columns = _write_columns(s, row.id, after.columns)
@@ -560,10 +611,12 @@ def _child_row(s: Session, model: Any, parent_column: Any, parent_id: Any, name:
 
 
 def _write_columns(s: Session, table_id: int, columns: list[Column]) -> list[Column]:
-    """Insert the table's columns; returns them as written (no read back)."""
+    """Insert the table's columns; returns them as written (no read back). Columns that keep their id
+    go first: SQLite gives a new row the highest rowid + 1, which must not be one of theirs."""
     rows = convert.column_rows(table_id, columns)
-    s.add_all(rows)
-    s.flush()
+    for batch in ([r for r in rows if r.id is not None], [r for r in rows if r.id is None]):
+        s.add_all(batch)
+        s.flush()
     return [convert.column_of(row) for row in rows]
 
 
@@ -607,6 +660,7 @@ def _delete_tables(s: Session, table_ids: Any) -> None:
 def _delete_table_ids(s: Session, ids: list[int]) -> None:
     """Delete these tables, already locked FOR UPDATE, and their columns."""
     if ids:
+        attachments.tables_dropped(s, ids)
         s.execute(delete(ColumnRow).where(ColumnRow.table_id.in_(ids)))
         s.execute(delete(TableRow).where(TableRow.id.in_(ids)))
 
@@ -615,6 +669,7 @@ def _delete_schemas(s: Session, schema_ids: Any) -> None:
     ids = list(s.scalars(schema_ids.with_for_update()))
     if ids:
         _delete_tables(s, select(TableRow.id).where(TableRow.schema_id.in_(ids)))
+        attachments.schemas_dropped(s, ids)
         s.execute(delete(SchemaRow).where(SchemaRow.id.in_(ids)))
 
 
@@ -622,4 +677,5 @@ def _delete_catalogs(s: Session, catalog_ids: Any) -> None:
     ids = list(s.scalars(catalog_ids.with_for_update()))
     if ids:
         _delete_schemas(s, select(SchemaRow.id).where(SchemaRow.catalog_id.in_(ids)))
+        attachments.catalogs_dropped(s, ids)
         s.execute(delete(CatalogRow).where(CatalogRow.id.in_(ids)))

@@ -4,6 +4,11 @@ The concurrency coordinator installs one for a structural operation (it re-reads
 a row lock and raises FenceLost if the claim was stolen), so the check and the writes commit or fail
 together. The store knows nothing of claims: it only calls whatever guard is installed.
 
+A claim that lives in a database transaction of its own (a PostgreSQL advisory claim: its locks end
+with that transaction) also installs that transaction with `joining()`: every store write of the
+operation then runs inside it (`joined_transaction()`), after the claim's locks, instead of opening its
+own, so the claim's locks cover the writes and end with their commit.
+
 The journal marks the operation's LAST store write (its apply step) with `last_write()`: a guard may
 then end its claim inside that transaction (the lease deletes its row there, in the same statement as
 its check, instead of in a separate release transaction after the operation).
@@ -12,14 +17,17 @@ its check, instead of in a separate release transaction after the operation).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 
 from sqlalchemy.orm import Session
 
 WriteGuard = Callable[[Session], None]
+#: opens the block in which one store write runs, inside the claim's own transaction
+JoinedTransaction = Callable[[], AbstractContextManager[Session]]
 
 _current: ContextVar[WriteGuard | None] = ContextVar("gravimeta_write_guard", default=None)
+_joined: ContextVar[JoinedTransaction | None] = ContextVar("gravimeta_joined_transaction", default=None)
 _last: ContextVar[Callable[[], bool] | None] = ContextVar("gravimeta_last_write", default=None)
 
 
@@ -35,6 +43,21 @@ def installed(guard: WriteGuard | None) -> Iterator[None]:
         yield
     finally:
         _current.reset(token)
+
+
+def joined_transaction() -> JoinedTransaction | None:
+    """The transaction the store writes of the current operation join (None: each opens its own)."""
+    return _joined.get()
+
+
+@contextmanager
+def joining(transaction: JoinedTransaction | None) -> Iterator[None]:
+    """Run every store write inside this block in `transaction` (None: each in a transaction of its own)."""
+    token = _joined.set(transaction)
+    try:
+        yield
+    finally:
+        _joined.reset(token)
 
 
 def in_last_write() -> bool:

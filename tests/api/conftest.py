@@ -3,11 +3,13 @@ and a ready-made metalake, catalog, schema and table with unique names."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from flask.testing import FlaskClient
 
-from connectors.base import PropertySpec
 from connectors.memory import MemoryConnector
+from connectors.properties import CatalogProperties, PropertyEntry, java_boolean
 from connectors.registry import ConnectorRegistry
 from gravimeta.app import create_app
 from gravimeta.config import Settings
@@ -55,19 +57,19 @@ class FlakyConnector(MemoryConnector):
     """A memory connector whose engine misbehaves on request, to test error paths:
     `reachable=false` fails testConnection; tables named explode* crash the engine; no purge."""
 
-    property_specs = (PropertySpec("reachable"),)
+    catalog_properties = CatalogProperties((PropertyEntry("reachable", "false fails testConnection", decode=java_boolean),))
     supports_purge = False
 
     def test_connection(self) -> None:
         if self.context.properties.get("reachable") == "false":
             raise ConnectionFailed(f"cannot reach the engine of catalog {self.context.catalog}")
 
-    def create_table(self, schema: str, table: Table) -> None:
+    def create_table(self, schema: str, table: Table, **fenced: Any) -> None:
         if table.name.startswith("explode"):
             raise RuntimeError("the engine crashed")
-        super().create_table(schema, table)
+        super().create_table(schema, table, **fenced)
 
-    def purge_table(self, schema: str, name: str) -> bool:
+    def purge_table(self, schema: str, name: str, **fenced: Any) -> bool:
         raise UnsupportedOperation("purge is not supported")
 
 

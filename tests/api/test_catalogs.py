@@ -254,7 +254,7 @@ def test_test_connection_of_missing_catalog_answers_200_with_an_error_body(api, 
 
 
 def test_test_connection_with_a_bad_property_answers_200_with_code_1001(api, catalog):
-    body = {"updates": [{"@type": "setProperty", "property": "no-such-option", "value": "x"}]}
+    body = {"updates": [{"@type": "setProperty", "property": "in-use", "value": "false"}]}  # reserved
     response = api.post(f"{catalog.path}/testConnection", body)
     assert response.status_code == 200
     assert (response.get_json()["code"], response.get_json()["type"]) == (1001, "IllegalArgumentException")

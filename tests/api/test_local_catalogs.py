@@ -30,21 +30,21 @@ class Failing(MemoryConnector):
         if failure is not None:
             raise failure
 
-    def create_schema(self, schema: Schema) -> None:
+    def create_schema(self, schema: Schema, **fenced: Any) -> None:
         self._fail()
-        super().create_schema(schema)
+        super().create_schema(schema, **fenced)
 
-    def create_table(self, schema: str, table: Table) -> None:
+    def create_table(self, schema: str, table: Table, **fenced: Any) -> None:
         self._fail()
-        super().create_table(schema, table)
+        super().create_table(schema, table, **fenced)
 
-    def rename_table(self, schema: str, name: str, new_schema: str, new_name: str) -> None:
+    def rename_table(self, schema: str, name: str, new_schema: str, new_name: str, **fenced: Any) -> None:
         self._fail()
-        super().rename_table(schema, name, new_schema, new_name)
+        super().rename_table(schema, name, new_schema, new_name, **fenced)
 
-    def drop_table(self, schema: str, name: str) -> bool:
+    def drop_table(self, schema: str, name: str, **fenced: Any) -> bool:
         self._fail()
-        return super().drop_table(schema, name)
+        return super().drop_table(schema, name, **fenced)
 
 
 @pytest.fixture

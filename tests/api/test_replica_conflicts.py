@@ -6,6 +6,7 @@ interleavings of every journalled operation, on every database, are in tests/ha/
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -32,13 +33,13 @@ class Hooked(MemoryConnector):
         if hook:
             hook()
 
-    def create_schema(self, schema: Schema) -> None:
+    def create_schema(self, schema: Schema, **fenced: Any) -> None:
         self._hook()
-        super().create_schema(schema)
+        super().create_schema(schema, **fenced)
 
-    def create_table(self, schema: str, table: Table) -> None:
+    def create_table(self, schema: str, table: Table, **fenced: Any) -> None:
         self._hook()
-        super().create_table(schema, table)
+        super().create_table(schema, table, **fenced)
 
 
 @pytest.mark.parametrize("kind", ["schema", "table"])

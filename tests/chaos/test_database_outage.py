@@ -103,6 +103,7 @@ def test_replicas_ride_out_a_database_outage_under_load_and_lose_no_acknowledged
         proxy.stop()
 
 
+@pytest.mark.serial
 @pytest.mark.skipif(not os.environ.get(RESTART_ENV), reason=f"restarts the shared database server: set {RESTART_ENV}=1 (.ci/run does)")
 def test_replicas_ride_out_a_real_database_server_restart_and_lose_no_acknowledged_write(cluster):
     backend = make_url(cluster.db_url).get_backend_name()

@@ -114,3 +114,18 @@ def test_outcomes_classify_definite_and_uncertain_failures():
     no_answer = op("create_table", "s", "t")
     no_answer.status = None
     assert no_answer.outcome == "uncertain"
+
+
+def test_an_uncertain_removal_explains_a_missing_result_only_when_uncertain_ops_may_apply():
+    create = op("create_table", "s", "t", start=1, end=2)
+    killed_drop = op("drop_table", "s", "t", start=3, end=4, status=None, error="ConnectionResetError")
+    assert kinds(check([create, killed_drop], state({"s": []}))) == ["lost-write"]
+    assert check([create, killed_drop], state({"s": []}), uncertain_may_apply=True).ok
+    # it still has to fit in time: an uncertain drop over before the create started explains nothing
+    early = op("drop_table", "s", "t", start=0, end=0.5, status=None, error="ConnectionResetError")
+    assert kinds(check([create, early], state({"s": []}), uncertain_may_apply=True)) == ["lost-write"]
+    # and between two acknowledged creates of one name
+    first, second = op("create_table", "s", "t", start=1, end=2), op("create_table", "s", "t", start=5, end=6)
+    between = op("drop_table", "s", "t", start=3, end=4, status=502, body={"type": "ConnectionFailedException"})
+    assert kinds(check([first, between, second], state({"s": ["t"]}))) == ["duplicate"]
+    assert check([first, between, second], state({"s": ["t"]}), uncertain_may_apply=True).ok

@@ -20,7 +20,7 @@ from tests.support.servers import ServerProcess
 
 #: the connector providers the official client's scenario runs against
 PROVIDERS = ("memory", "sqlite", "hive")
-#: an optional catalog property each provider accepts (unknown properties are refused with 400)
+#: an optional catalog property each provider declares (undeclared keys are stored as given)
 OPTIONAL_PROPERTY = {"memory": ("comment", "set"), "sqlite": ("busy-timeout-ms", "2500"), "hive": ("client.timeout-ms", "4000")}
 
 

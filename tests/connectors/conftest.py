@@ -9,7 +9,7 @@ import pytest
 
 from connectors.base import CatalogContext
 from connectors.hive import HiveConnector
-from connectors.sqlite_catalog import ROOT_ENV, SQLiteCatalogConnector
+from connectors.sqlite import ROOT_ENV, SQLiteCatalogConnector
 from tests.connectors.stub_process import StubProcess
 
 
@@ -23,7 +23,10 @@ def sqlite_root(tmp_path, monkeypatch):
 
 @pytest.fixture
 def sqlite_connector(sqlite_root) -> SQLiteCatalogConnector:
-    return SQLiteCatalogConnector(CatalogContext("lake", "sq", {"path": "catalogs/sq.db"}))
+    """A sqlite catalog as catalog creation leaves it (prepare_engine made its file)."""
+    connector = SQLiteCatalogConnector(CatalogContext("lake", "sq", {"path": "catalogs/sq.db"}))
+    connector.prepare_engine()
+    return connector
 
 
 @pytest.fixture

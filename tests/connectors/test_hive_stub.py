@@ -156,11 +156,12 @@ def test_bad_fault_requests_are_rejected(stub):
 
 
 @pytest.mark.parametrize("properties, message", [
-    ({}, "Missing"),
+    ({}, "required and must be set"),
     ({"metastore.uris": "thrift://h:9083"}, "http://host:port"),
     ({"metastore.uris": "http://h:99999"}, "bad port"),
     ({"metastore.uris": "http://h:1", "client.timeout-ms": "0"}, "timeout"),
-    ({"metastore.uris": "http://h:1", "warehouse": "x"}, "Unknown"),
+    ({"metastore.uris": "http://h:1", "in-use": "x"}, "reserved"),
+    ({"metastore.uris": "http://h:1", "client.pool-size": "many"}, "client.pool-size"),
 ])
 def test_hive_catalog_properties_are_validated(properties, message):
     with pytest.raises(errors.IllegalArgument, match=message):

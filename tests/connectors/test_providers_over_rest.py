@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from connectors.sqlite_catalog import schema_file_name
+from connectors.sqlite import schema_file_name
 from gravimeta.app import create_app
 from gravimeta.config import Settings
 
@@ -30,7 +30,8 @@ def create_catalog(client, provider: str, properties: dict[str, str], name: str 
     ("sqlite", {}),
     ("sqlite", {"path": "../escape.db"}),
     ("sqlite", {"path": "/abs.db"}),
-    ("sqlite", {"path": "ok.db", "unknown": "x"}),
+    ("sqlite", {"path": "ok.db", "busy-timeout-ms": "soon"}),
+    ("sqlite", {"path": "ok.db", "in-use": "true"}),  # reserved (undeclared keys are stored as given)
     ("hive", {}),
     ("hive", {"metastore.uris": "thrift://127.0.0.1:9083"}),
 ])
@@ -43,13 +44,13 @@ def test_bad_catalog_properties_are_a_400(client, provider, properties):
 def test_a_sqlite_catalog_over_rest_makes_real_tables(client, sqlite_root):
     assert create_catalog(client, "sqlite", {"path": "rest/cat.db"}).status_code == 200
     assert client.post("/api/metalakes/m/catalogs/c/testConnection").json == {"code": 0}
-    assert client.post("/api/metalakes/m/catalogs/c/schemas", json={"name": 'we"ird'}).status_code == 200
-    response = client.post("/api/metalakes/m/catalogs/c/schemas/we%22ird/tables", json={
-        "name": "t;1", "columns": [{"name": "id", "type": "long", "nullable": False}, {"name": "n", "type": "varchar(5)"}],
+    assert client.post("/api/metalakes/m/catalogs/c/schemas", json={"name": "we=ird"}).status_code == 200
+    response = client.post("/api/metalakes/m/catalogs/c/schemas/we=ird/tables", json={
+        "name": "t--1", "columns": [{"name": "id", "type": "long", "nullable": False}, {"name": "n", "type": "varchar(5)"}],
     })
     assert response.status_code == 200, response.json
-    conn = sqlite3.connect(sqlite_root / "rest" / "cat.db.schemas" / schema_file_name('we"ird'))
-    assert [tuple(r[1:4]) for r in conn.execute('PRAGMA table_info("t;1")')] == [("id", "INTEGER", 1), ("n", "TEXT", 0)]
+    conn = sqlite3.connect(sqlite_root / "rest" / "cat.db.schemas" / schema_file_name("we=ird"))
+    assert [tuple(r[1:4]) for r in conn.execute('PRAGMA table_info("t--1")')] == [("id", "INTEGER", 1), ("n", "TEXT", 0)]
 
 
 def test_hive_test_connection_reports_an_unreachable_metastore_with_code_1007(client):

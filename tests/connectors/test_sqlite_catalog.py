@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 
 from connectors.base import CatalogContext
-from connectors.sqlite_catalog import SQLiteCatalogConnector, quote, resolve_catalog_path, schema_file_name
+from connectors.sqlite import SQLiteCatalogConnector, quote, resolve_catalog_path, schema_file_name
 from gravimeta import errors
 from gravimeta.entities import Column, Schema, Table
 
@@ -196,13 +196,18 @@ def test_a_symlink_planted_after_creation_is_caught_on_use(sqlite_root, tmp_path
     assert list(outside.iterdir()) == []
 
 
-def test_unknown_and_missing_properties_are_rejected(sqlite_root):
-    with pytest.raises(errors.IllegalArgument, match="Missing"):
+def test_missing_path_and_bad_declared_values_are_rejected_and_unknown_keys_kept(sqlite_root):
+    with pytest.raises(errors.IllegalArgument, match=r"required and must be set: \[path\]"):
         SQLiteCatalogConnector.validate_properties({})
-    with pytest.raises(errors.IllegalArgument, match="Unknown"):
-        SQLiteCatalogConnector.validate_properties({"path": "a.db", "jdbc-url": "x"})
+    SQLiteCatalogConnector.validate_properties({"path": "a.db", "jdbc-url": "x"})  # undeclared: stored as is
     with pytest.raises(errors.IllegalArgument, match="busy-timeout"):
         SQLiteCatalogConnector.validate_properties({"path": "a.db", "busy-timeout-ms": "soon"})
+
+
+def test_the_path_of_a_sqlite_catalog_cannot_be_altered(sqlite_root):
+    with pytest.raises(errors.IllegalArgument, match="immutable"):
+        SQLiteCatalogConnector.validate_property_changes({"path": "b.db"}, [], {"path": "b.db"})
+    SQLiteCatalogConnector.validate_property_changes({"busy-timeout-ms": "10"}, [], {"path": "a.db"})
 
 
 def test_paths_inside_the_root_resolve_there(sqlite_root):

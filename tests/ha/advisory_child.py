@@ -2,9 +2,10 @@
 
 Claims random related scopes through the PG_ADVISORY backend (or AUTO, which sends catalogs named in
 cfg['local_catalogs'] to advisory locks and the others to the lease table) exactly as an operation
-does: claim, then open a store write transaction that runs the claim's guard first, work, commit,
-release. A grant interval starts once the guard has passed and ends before the commit, so it lies
-inside the time the claim really protects. Protocol as in child.py: READY, wait for "go", DONE.
+does: an advisory claim is granted with its transaction open and its locks held, and ends at release;
+a lease claim is followed by a store write transaction that runs its guard first. A grant interval
+starts once the claim (and, for a lease, its guard) has passed and ends before the commit or release,
+so it lies inside the time the claim really protects. Protocol as in child.py: READY, wait for "go", DONE.
 
 cfg['leaf_only'] (for GRAVIMETA_HA_DISABLE=advisory_leaf_only) replaces the lock plan with an exclusive
 lock on the scope's own key only, so the hierarchy is no longer encoded.
@@ -34,11 +35,17 @@ def leaf_only_plan(path: str) -> list[tuple[int, bool]]:
     return [(pg_advisory.advisory_key(path), True)]
 
 
+def hold(grants: list, path: str, kind: str, rng: random.Random, cfg: dict) -> None:
+    start = time.monotonic()
+    time.sleep(rng.uniform(0, cfg["hold_s"]))
+    grants.append({"path": path, "kind": kind, "start": start, "end": time.monotonic()})
+
+
 def race(cfg: dict) -> None:
     if cfg.get("leaf_only"):
         pg_advisory.lock_plan = leaf_only_plan  # the mechanism switched off, in this process only
     engine = create_store_engine(cfg["url"])
-    advisory = AdvisoryBackend(cfg["timeout_ms"])
+    advisory = AdvisoryBackend(engine, cfg["timeout_ms"])
     claims: AdvisoryBackend | AutoBackend = advisory
     if cfg["backend"] == "AUTO":
         lease = LeaseBackend(engine, cfg["node"], ttl_ms=30000, timeout_ms=cfg["timeout_ms"],
@@ -63,11 +70,12 @@ def race(cfg: dict) -> None:
             continue
         kind = "lease" if isinstance(claim, LeaseClaim) else "advisory"
         try:
-            with write_session(engine) as session:
-                claim.fence_guard()(session)  # the advisory half waits here
-                start = time.monotonic()
-                time.sleep(rng.uniform(0, cfg["hold_s"]))
-                grants.append({"path": path, "kind": kind, "start": start, "end": time.monotonic()})
+            if isinstance(claim, LeaseClaim):
+                with write_session(engine) as session:
+                    claim.fence_guard()(session)
+                    hold(grants, path, kind, rng, cfg)
+            else:  # the claim's own transaction holds the locks from claim() to release()
+                hold(grants, path, kind, rng, cfg)
         except errors.ScopeBusy:
             busy += 1
         finally:

@@ -20,7 +20,21 @@ GRAVIMETA_HA_DISABLE (test-only) may name one mechanism:
                     asking for the lease (patched in the test, test_claim_kind.py)
   advisory_queue    an advisory guard polls a taken lock with backoff instead of waiting in
                     PostgreSQL's lock queue (pg_advisory.py; test_advisory_queue.py)
-The switches read by the server itself (no_snapshot, no_row_lock, advisory_queue) go through
+  location_lock     sqlite catalog creates check that no other catalog owns the path without the
+                    catalog root's lock (connectors/sqlite/paths.py, read from the environment there:
+                    connectors do not import the store; tests/connectors/test_sqlite_locations.py)
+  no_owner_lock     a change of owner reads the object's row without FOR UPDATE (ownership/store.py;
+                    test_owner_races.py)
+  tag_object_lock   a tag association reads its object's row without FOR SHARE (store/tags.py;
+                    test_tag_races.py: a racing drop leaves an association to a deleted row)
+  statistics_row_lock  a statistics update reads the table's row without FOR UPDATE (store/statistics.py;
+                    test_statistics_race.py: two first writes of one statistic, one fails)
+  engine_fence      journalled engine calls carry no fencing token, and repairs never fence the old
+                    holder out (gravimeta/dispatch/engine_calls.py; tests/engine/test_zombie_engine_calls.py)
+  request_buffering `gravimeta serve` runs plain gthread instead of the buffering worker
+                    (gravimeta/cli.py; tests/ops/test_slow_clients.py)
+The switches read by the server itself (no_snapshot, no_row_lock, advisory_queue, no_owner_lock,
+tag_object_lock, statistics_row_lock, engine_fence, request_buffering) go through
 gravimeta.store.database.disabled_for_test and are marked TEST-ONLY where they act.
 """
 
@@ -33,9 +47,12 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.engine.conftest import Cluster
 
 REPO = Path(__file__).resolve().parents[2]
 DISABLED = os.environ.get("GRAVIMETA_HA_DISABLE", "")
@@ -106,6 +123,17 @@ def children():
     yield start
     for child in started:
         child.stop()
+
+
+@pytest.fixture
+def clusters() -> Iterator[list[Cluster]]:
+    """A list to append gunicorn clusters (tests/engine/conftest.py) to; each is stopped at the end of the test."""
+    made: list[Cluster] = []
+    try:
+        yield made
+    finally:
+        for cluster in made:
+            cluster.stop()
 
 
 def race_together(racers: list[Child], timeout: float) -> None:

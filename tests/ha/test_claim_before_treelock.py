@@ -40,11 +40,11 @@ class WatchedLeaseBackend(LeaseBackend):
         super().__init__(*args, **kwargs)
         self.waiting = threading.Event()
 
-    def _try_claim(self, path: str, holder: str, waiting: bool):  # type: ignore[no-untyped-def]
-        attempt = super()._try_claim(path, holder, waiting)
-        if attempt.fence is None:
+    def _try_claim(self, path: str, holder: str, *rest):  # type: ignore[no-untyped-def]
+        fence = super()._try_claim(path, holder, *rest)
+        if fence is None:
             self.waiting.set()
-        return attempt
+        return fence
 
 
 def test_a_thread_waiting_for_a_remote_claim_does_not_block_local_readers(db_url, children):

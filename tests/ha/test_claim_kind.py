@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from connectors.sqlite_catalog import ROOT_ENV
+from connectors.sqlite import ROOT_ENV
 from gravimeta.app import create_app
 from gravimeta.concurrency.pg_advisory import AdvisoryClaim
 from gravimeta.concurrency.scope_lease import LeaseClaim

@@ -18,8 +18,11 @@ from gravimeta.dispatch import Dispatchers
 from gravimeta.dispatch.catalogs import CatalogDispatcher
 from gravimeta.dispatch.connector_cache import ConnectorCache
 from gravimeta.dispatch.metalakes import MetalakeDispatcher
+from gravimeta.dispatch.partitions import PartitionDispatcher
 from gravimeta.dispatch.schemas import SchemaDispatcher
+from gravimeta.dispatch.statistics import StatisticDispatcher
 from gravimeta.dispatch.tables import TableDispatcher
+from gravimeta.dispatch.tags import TagDispatcher
 from gravimeta.entities import Catalog, Column, Metalake, Schema, Table
 from gravimeta.store import EntityStore
 from gravimeta.store.database import create_store_engine
@@ -63,7 +66,9 @@ def foundation(engine: Engine) -> Dispatchers:
     store, coordinator = EntityStore(engine), Coordinator(TreeLock())
     connectors = ConnectorCache(ConnectorRegistry())
     return Dispatchers(*(cls(store, coordinator, connectors) for cls in
-                         (MetalakeDispatcher, CatalogDispatcher, SchemaDispatcher, TableDispatcher)))
+                         (MetalakeDispatcher, CatalogDispatcher, SchemaDispatcher, TableDispatcher,
+                          PartitionDispatcher)),
+                       statistics=StatisticDispatcher(store, coordinator), tags=TagDispatcher(store, coordinator))
 
 
 def test_flag_off_issues_the_same_statements_as_the_foundation_and_writes_no_claims(db_url):

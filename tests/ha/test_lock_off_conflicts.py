@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from connectors.registry import ConnectorRegistry
-from connectors.sqlite_catalog import ROOT_ENV, SQLiteCatalogConnector
+from connectors.sqlite import ROOT_ENV, SQLiteCatalogConnector
 from gravimeta import errors
 from gravimeta.app import Services, build_services
 from gravimeta.config import Settings

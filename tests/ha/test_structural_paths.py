@@ -2,7 +2,8 @@
 `Coordinator.structural` call per request, on the scope and with the lock type of Gravitino's
 dispatcher table (gravitino-api.md §2.2), with the claim taken before the TreeLock and released after
 it, and every store write of the request behind the claim's fence guard (DESIGN.md §2). Property
-changes and enable/disable take no claim.
+changes and enable/disable take no claim, nor do tags and statistics; adding or dropping a partition
+claims the table (test_a_hive_partition_change_claims_the_table_before_its_engine_call for the engine).
 
 The requests run through the Flask app (flag on, LEASE_TABLE, SQLite); the coordinator of that app is
 instrumented in place, so the dispatchers are exactly the ones the server uses.
@@ -44,6 +45,9 @@ def table_body(name: str) -> dict[str, Any]:
     return {"name": name, "columns": COLUMNS}
 
 
+BY_ID = [{"strategy": "identity", "fieldName": ["id"]}]
+PARTITION = {"type": "identity", "name": "id=1", "fieldNames": [["id"]],
+             "values": [{"type": "literal", "dataType": "integer", "value": "1"}]}
 CAT = f"{API}/m/catalogs"
 SCH = f"{CAT}/c/schemas"
 # (what, method, path, body, the structural scopes Gravitino's table gives: [(scope path, leaf lock)])
@@ -66,6 +70,14 @@ OPERATIONS: list[tuple[str, str, str, Any, list[tuple[str, LockType]]]] = [
     ("cascade drop schema", "DELETE", f"{SCH}/s?cascade=true", None, [(C, W)]),
     ("create schema s3", "POST", SCH, {"name": "s3"}, [(C, W)]),
     ("create table t3", "POST", f"{SCH}/s3/tables", table_body("t3"), [("/m/c/s3", W)]),
+    ("create partitioned table", "POST", f"{SCH}/s3/tables", {**table_body("pt"), "partitioning": BY_ID},
+     [("/m/c/s3", W)]),
+    ("add a partition", "POST", f"{SCH}/s3/tables/pt/partitions", {"partitions": [PARTITION]}, [("/m/c/s3/pt", W)]),
+    ("drop a partition", "DELETE", f"{SCH}/s3/tables/pt/partitions/id=1", None, [("/m/c/s3/pt", W)]),
+    ("drop a missing partition", "DELETE", f"{SCH}/s3/tables/pt/partitions/id=1", None, [("/m/c/s3/pt", W)]),
+    ("create a tag", "POST", f"{API}/m/tags", {"name": "g"}, []),
+    ("tag a table", "POST", f"{API}/m/objects/table/c.s3.t3/tags", {"tagsToAdd": ["g"]}, []),
+    ("set a statistic", "PUT", f"{API}/m/objects/table/c.s3.t3/statistics", {"updates": {"custom-n": 1}}, []),
     ("set a catalog property", "PUT", f"{CAT}/c", set_property("k"), []),
     ("rename catalog", "PUT", f"{CAT}/c", rename("c2"), [(M, W)]),
     ("disable catalog", "PATCH", f"{CAT}/c2", {"inUse": False}, []),
@@ -212,3 +224,41 @@ def test_every_structural_request_claims_its_gravitino_scope_before_the_tree_loc
         if found:
             problems[what] = found
     assert not problems, "\n".join(f"{what}: {p}" for what, p in problems.items())
+
+
+def test_a_hive_partition_change_claims_the_table_before_its_engine_call(recorded_app, hive_stub, monkeypatch):
+    """The metastore keeps a hive table's partitions: the add/drop claims the table scope, runs the claim's
+    fence guard in a store transaction, and calls the engine while it still holds the claim."""
+    from connectors.hive import HiveConnector
+
+    app, recorder = recorded_app
+    client = app.test_client()
+    for method in ("add_partition", "drop_partition"):
+        original = getattr(HiveConnector, method)
+
+        def engine_call(self, *args, _original=original, _method=method, **kwargs):  # type: ignore[no-untyped-def]
+            recorder.events.append(("engine", _method))
+            assert kwargs["fence"].token is not None, "a claimed engine call carries the claim's fence"
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(HiveConnector, method, engine_call)
+    for path, body in [(API, {"name": "m"}),
+                       (CAT, {"name": "h", "type": "relational", "provider": "hive",
+                              "properties": {"metastore.uris": hive_stub.uri}}),
+                       (f"{CAT}/h/schemas", {"name": "s"}),
+                       (f"{CAT}/h/schemas/s/tables", {**table_body("pt"), "partitioning": BY_ID})]:
+        assert client.post(path, json=body).status_code == 200
+    partitions = f"{CAT}/h/schemas/s/tables/pt/partitions"
+    for what, method, path, body, engine in [
+        ("add", "POST", partitions, {"partitions": [PARTITION]}, "add_partition"),
+        ("drop", "DELETE", f"{partitions}/id=1", None, "drop_partition"),
+    ]:
+        recorder.events.clear()
+        response = client.open(path, method=method, json=body)
+        assert response.status_code == 200, response.get_data(True)
+        events = list(recorder.events)
+        assert check_structural(events, [("/m/h/s/pt", W)], changes=True) == [], what
+        claim, call, release = (_index(events, e) for e in (("claim", "/m/h/s/pt"), ("engine", engine),
+                                                           ("release", "/m/h/s/pt")))
+        fenced = _index(events, ("fenced", "/m/h/s/pt"))
+        assert None not in (claim, call, release, fenced) and claim < fenced < call < release, (what, events)

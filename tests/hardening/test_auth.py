@@ -42,11 +42,30 @@ def name() -> str:
 
 
 def test_without_authenticators_every_request_is_anonymous_and_admin_endpoints_are_open(make_app):
-    client = make_app().test_client()
-    created = client.post("/api/metalakes", json={"name": name()})
+    client = make_app(authenticators="").test_client()
+    created = client.post("/api/metalakes", json={"name": name()}, headers=basic("root"))
     assert created.status_code == 200
-    assert created.get_json()["metalake"]["audit"]["creator"] == "anonymous"
+    assert created.get_json()["metalake"]["audit"]["creator"] == "anonymous"  # the header is not read
     assert client.get("/api/admin/locks").status_code == 200
+
+
+def test_simple_is_the_default_like_gravitino_and_names_the_creator(make_app):
+    client = make_app().test_client()
+    created = client.post("/api/metalakes", json={"name": name()}, headers=basic("carol"))
+    assert created.get_json()["metalake"]["audit"]["creator"] == "carol"
+    anonymous = client.post("/api/metalakes", json={"name": name()})
+    assert anonymous.get_json()["metalake"]["audit"]["creator"] == "anonymous"
+
+
+def test_without_service_admins_the_admin_endpoints_stay_open(make_app):
+    client = make_app(authenticators="simple").test_client()  # nobody could pass a check of an empty list
+    assert client.post("/api/metalakes", json={"name": name()}, headers=basic("bob")).status_code == 200
+    assert client.get("/api/admin/locks").status_code == 200
+
+
+def test_authorization_needs_service_admins(make_app):
+    with pytest.raises(ValueError, match="serviceAdmins"):
+        make_app(authorization_enabled=True)
 
 
 # ------------------------------------------------------------------ simple
@@ -151,7 +170,7 @@ def test_oauth_rejects_bad_tokens_with_401(oauth, case):
         "no-audience": bearer(jwt.encode({"sub": "alice", "exp": now + 60}, SECRET, algorithm="HS256")),
         "garbage": bearer("not.a.jwt"),
         "empty": {"Authorization": "Bearer "},
-        "no-subject": bearer(jwt.encode({"aud": "GravitinoServer"}, SECRET, algorithm="HS256")),
+        "no-subject": bearer(jwt.encode({"aud": "GravitinoServer", "exp": now + 60}, SECRET, algorithm="HS256")),
         "alg-none": bearer(jwt.encode({"sub": "alice", "aud": "GravitinoServer"}, None, algorithm="none")),
         "basic": basic("alice"),
     }[case]
@@ -165,9 +184,10 @@ def test_oauth_verifies_rs256_tokens_with_a_configured_public_key(make_app):
     private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     der = private.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
     client = make_app(authenticators="oauth", oauth_sign_key=base64.b64encode(der).decode()).test_client()
-    token = jwt.encode({"sub": "erin", "aud": "GravitinoServer"}, private, algorithm="RS256")
+    exp = int(time.time()) + 600
+    token = jwt.encode({"sub": "erin", "aud": "GravitinoServer", "exp": exp}, private, algorithm="RS256")
     assert client.get("/api/metalakes", headers=bearer(token)).status_code == 200
-    forged = jwt.encode({"sub": "erin", "aud": "GravitinoServer"}, SECRET, algorithm="HS256")
+    forged = jwt.encode({"sub": "erin", "aud": "GravitinoServer", "exp": exp}, SECRET, algorithm="HS256")
     assert client.get("/api/metalakes", headers=bearer(forged)).status_code == 401
 
 
@@ -233,3 +253,46 @@ def test_the_official_client_with_an_expired_token_gets_an_error_not_data(start_
     with pytest.raises(Exception, match="expired"):  # the 1.3.1 client knows no 1011: a RESTException
         admin.list_metalakes()
     admin.close()
+
+
+# ------------------------------------------------------------------ time claims (issue 16.12)
+
+
+def unexpiring_token(**claims) -> str:
+    """A signed token with the audience and a subject but, unless given, no `exp`."""
+    return jwt.encode({"sub": "alice", "aud": "GravitinoServer", **claims}, SECRET, algorithm="HS256")
+
+
+def test_a_token_without_exp_is_refused_unless_a_setting_allows_it(oauth, make_app):
+    refused = oauth.get("/api/metalakes", headers=bearer(unexpiring_token()))
+    assert refused.status_code == 401
+    assert '"exp"' in refused.get_json()["message"]
+    relaxed = make_app(authenticators="oauth", oauth_sign_key=SECRET_B64, oauth_algorithm="HS256",
+                       oauth_allow_tokens_without_exp=True).test_client()
+    assert relaxed.get("/api/metalakes", headers=bearer(unexpiring_token())).status_code == 200
+
+
+@pytest.mark.parametrize("claims", [
+    {"exp": "9999999999"}, {"exp": 10**30}, {"exp": True}, {"exp": -5}, {"exp": [2_000_000_000]},
+    {"exp": 2_000_000_000, "nbf": "0"}, {"exp": 2_000_000_000, "iat": 10**20}, {"exp": 2_000_000_000, "iat": False},
+    {"exp": 2_000_000_000.5, "nbf": {"seconds": 0}},
+], ids=lambda claims: "-".join(f"{k}={v!r}" for k, v in claims.items()))
+def test_time_claims_must_be_numbers_of_seconds_in_a_sane_range(oauth, claims):
+    response = oauth.get("/api/metalakes", headers=bearer(unexpiring_token(**claims)))
+    assert response.status_code == 401, response.get_json()
+    assert_error_body(response.get_json(), 1011)
+    assert response.get_json()["message"].startswith("JWT parse error")
+
+
+def test_numeric_time_claims_in_range_are_accepted(oauth):
+    now = int(time.time())
+    token = unexpiring_token(exp=now + 600.5, nbf=now - 10, iat=now - 10)
+    assert oauth.get("/api/metalakes", headers=bearer(token)).status_code == 200
+
+
+def test_the_setting_is_read_from_the_environment():
+    from gravimeta.config import load_settings
+
+    settings = load_settings(environ={"GRAVIMETA_OAUTH_ALLOW_TOKENS_WITHOUT_EXP": "true"})
+    assert settings.oauth_allow_tokens_without_exp is True
+    assert load_settings(environ={}).oauth_allow_tokens_without_exp is False

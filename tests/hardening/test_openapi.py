@@ -58,7 +58,9 @@ def test_request_bodies_come_from_the_marshmallow_schemas_with_their_limits(make
     schemas = doc["components"]["schemas"]
     create = schemas["MetalakeCreate"]
     assert create["required"] == ["name"]
-    assert create["properties"]["name"]["maxLength"] == 128
+    assert create["properties"]["name"]["maxLength"] == 64  # Gravitino's name rules (gravimeta/names.py)
+    assert create["properties"]["name"]["pattern"] == r"^\w{1,64}$"
+    assert schemas["CatalogCreate"]["properties"]["name"]["pattern"] == r"^\w[\w-]{0,63}$"
     assert create["properties"]["comment"]["maxLength"] == 77
     assert create["properties"]["properties"]["maxProperties"] == 9
     kinds = {v["properties"]["@type"]["enum"][0] for v in schemas["TableUpdatesRequest"]["properties"]["updates"]["items"]["oneOf"]}

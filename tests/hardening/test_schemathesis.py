@@ -30,6 +30,9 @@ from schemathesis.checks import (
 )
 
 from gravimeta.api.openapi import OPERATIONS
+from gravimeta.entities import Metalake
+from gravimeta.store import EntityStore
+from gravimeta.store.database import create_store_engine
 from tests.hardening.conftest import ERROR_KEYS
 from tests.support.databases import fresh_database
 from tests.support.servers import ServerProcess
@@ -140,10 +143,18 @@ def test_the_api_survives_generated_requests(live, api_schema):
 
 
 def test_names_with_reserved_url_characters_are_addressed_exactly(live):
-    """The fuzzer's percent-encoded names round-trip: '%', '?', '#' and spaces in a path segment."""
+    """The fuzzer's percent-encoded names round-trip: '%', '?', '#' and spaces in a path segment. Such
+    names are refused on create now (gravimeta/names.py); rows an older server stored keep them."""
     name = "odd %25 ?# name"
     quoted = urllib.parse.quote(name, safe="")
     created = requests.post(f"{live.url}/api/metalakes", json={"name": name}, timeout=10)
-    assert created.status_code == 200, created.text
+    assert created.status_code == 400, created.text
+    engine = create_store_engine(live.store_url)
+    try:
+        EntityStore(engine).create_metalake(Metalake(name), "an older server")
+    finally:
+        engine.dispose()
     loaded = requests.get(f"{live.url}/api/metalakes/{quoted}", timeout=10)
     assert loaded.json()["metalake"]["name"] == name
+    dropped = requests.delete(f"{live.url}/api/metalakes/{quoted}?force=true", timeout=10)
+    assert dropped.json() == {"code": 0, "dropped": True}

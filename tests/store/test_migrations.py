@@ -3,8 +3,11 @@ migrated, or migrated by a newer gravimeta), and `upgrade` can be run any number
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
-from click.testing import CliRunner
+from sqlalchemy import inspect as sa_inspect
 from sqlalchemy import text
 
 from gravimeta.entities import Metalake
@@ -60,25 +63,35 @@ def test_check_refuses_a_database_stamped_by_a_newer_gravimeta(db_url, engine_of
     assert "Upgrade gravimeta" in message
 
 
-def test_the_app_refuses_to_start_on_an_unmigrated_or_newer_database(empty_url, engine_of):
+def test_an_app_on_an_unmigrated_or_newer_database_answers_503_until_it_is_at_head(empty_url, engine_of):
+    """A worker boots without a usable store (gunicorn must not crash-loop, docs/operations.md) but
+    serves nothing from it: every request answers 503 with the reason, until the store is at head."""
     from gravimeta.app import create_app
 
-    with pytest.raises(SchemaVersionMismatch, match="has no gravimeta schema"):
-        create_app(store_url=empty_url)
+    client = create_app(store_url=empty_url).test_client()
+    answer = client.get("/api/metalakes")
+    assert answer.status_code == 503, answer.get_data(as_text=True)
+    assert "has no gravimeta schema" in answer.get_json()["message"]
     engine = engine_of(empty_url)
     upgrade(engine)
     stamp(engine, FUTURE)
-    with pytest.raises(SchemaVersionMismatch, match="newer than this gravimeta"):
-        create_app(store_url=empty_url)
+    client = create_app(store_url=empty_url).test_client()
+    answer = client.get("/api/metalakes")
+    assert answer.status_code == 503, answer.get_data(as_text=True)
+    assert f"at schema revision {FUTURE}" in answer.get_json()["message"]
+    stamp(engine, head_revision())
+    assert client.get("/api/metalakes").status_code == 200
 
 
 def test_serve_exits_with_the_message_before_starting_gunicorn(empty_url):
-    from gravimeta.cli import main
-
-    result = CliRunner().invoke(main, ["--store-url", empty_url, "serve"])
-    assert result.exit_code == 2, result.output
-    assert "has no gravimeta schema" in result.output
-    assert "Run `gravimeta db upgrade` first" in result.output
+    """`serve` is a process of its own (it prepares the metrics directory before anything imports
+    prometheus_client), so it runs as one here."""
+    result = subprocess.run([sys.executable, "-m", "gravimeta", "--store-url", empty_url, "serve"],
+                            capture_output=True, text=True, timeout=60)
+    output = result.stdout + result.stderr
+    assert result.returncode == 2, output
+    assert "has no gravimeta schema" in output
+    assert "Run `gravimeta db upgrade` first" in output
 
 
 def test_upgrade_creates_the_schema_and_is_idempotent(empty_url, engine_of, unique):
@@ -113,7 +126,7 @@ def test_a_database_at_0004_upgrades_to_the_waiter_line_and_back(empty_url, engi
 
     engine = engine_of(empty_url)
     upgrade(engine, "0004")
-    upgrade(engine)
+    upgrade(engine, "0005")
     with engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM gm_claim_waiter")).scalar_one() == 0
         if engine.dialect.name == "postgresql":
@@ -127,6 +140,51 @@ def test_a_database_at_0004_upgrades_to_the_waiter_line_and_back(empty_url, engi
     with engine.connect() as conn:
         if engine.dialect.name == "postgresql":
             assert _claim_function_arities(conn) == [9]
+    upgrade(engine)
+    assert current_revision(engine) == head_revision()
+
+
+def test_a_database_at_0011_upgrades_to_anchor_fences_without_the_waiter_line_and_back(empty_url, engine_of):
+    """Revision 0012 numbers fences per anchor row, seeded above every per-path fence issued before it
+    (fences never go back), drops the waiter line (PostgreSQL: the claim function without it, as the
+    only overload); a downgrade restores 0005's function and table and lifts the per-path counters to
+    the highest fence issued."""
+    from alembic import command
+
+    from gravimeta.concurrency.scope_lease import LeaseBackend
+    from gravimeta.store.migrations import alembic_config
+
+    engine = engine_of(empty_url)
+    upgrade(engine, "0011")
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO gm_scope_fence (scope_path, fence) VALUES ('/m/c', 7), ('/m/c/s', 41)"))
+    upgrade(engine)
+    assert current_revision(engine) == head_revision()
+    postgres = engine.dialect.name == "postgresql"
+    with engine.connect() as conn:
+        assert "gm_claim_waiter" not in sa_inspect(conn).get_table_names()
+        if postgres:
+            assert _claim_function_arities(conn) == [9]
+    claims = LeaseBackend(engine, "n", ttl_ms=5000, timeout_ms=1000)
+    try:
+        first = claims.claim_path("/m/c")
+        assert first.fence == 42, "a fence went back below one issued before the upgrade"
+        first.release()
+        second = claims.claim_path("/m/c")
+        assert second.fence == 43
+    finally:
+        claims.heartbeat.stop()
+
+    config = alembic_config(engine)
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0011")
+    assert current_revision(engine) == "0011"
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM gm_claim_waiter")).scalar_one() == 0
+        assert sorted(conn.execute(text("SELECT fence FROM gm_scope_fence")).scalars()) == [43, 43]
+        if postgres:
+            assert _claim_function_arities(conn) == [10]
     upgrade(engine)
     assert current_revision(engine) == head_revision()
 
@@ -167,3 +225,42 @@ def test_a_database_at_0005_upgrades_to_the_advisory_function_and_back(empty_url
 
 def _advisory_function_count(conn) -> int:
     return int(conn.execute(text("SELECT count(*) FROM pg_proc WHERE proname = 'gm_advisory_claim'")).scalar_one())
+
+
+def test_a_database_at_0006_upgrades_to_owners_and_back(empty_url, engine_of):
+    """Revision 0009 adds gm_principal and gm_owner, whose foreign keys delete an owner row with its
+    object (here: a table deleted by plain SQL, as any code path would); a downgrade removes both."""
+    from alembic import command
+    from sqlalchemy import inspect
+
+    from gravimeta.entities import Catalog, Column, Schema, Table
+    from gravimeta.store.migrations import alembic_config
+
+    engine = engine_of(empty_url)
+    upgrade(engine, "0006")
+    store = EntityStore(engine)
+    store.create_metalake(Metalake("m"), "old")  # data written before the revision keeps working
+    upgrade(engine)
+    assert {"gm_principal", "gm_owner"} <= set(inspect(engine).get_table_names())
+    store.create_catalog(Catalog("m", "c", "relational", "memory"), "u")
+    store.create_schema("m", "c", Schema("s"), "u")
+    store.create_table("m", "c", "s", Table("t", [Column("id", "integer")]), "u")
+    with engine.begin() as conn:
+        table_id, metalake_id = conn.execute(text(
+            "SELECT t.id, c.metalake_id FROM gm_table t JOIN gm_schema s ON s.id = t.schema_id "
+            "JOIN gm_catalog c ON c.id = s.catalog_id")).one()
+        conn.execute(text("INSERT INTO gm_owner (object_kind, object_id, metalake_id, table_id, owner_type, "
+                          "owner_name, version) VALUES ('TABLE', :t, :m, :t, 'USER', 'bob', 1)"),
+                     {"t": table_id, "m": metalake_id})
+    store.drop_table("m", "c", "s", "t")
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM gm_owner")).scalar_one() == 0
+
+    config = alembic_config(engine)
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0006")
+    assert current_revision(engine) == "0006"
+    assert not {"gm_principal", "gm_owner"} & set(inspect(engine).get_table_names())
+    upgrade(engine)
+    assert current_revision(engine) == head_revision()

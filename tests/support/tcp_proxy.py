@@ -15,10 +15,11 @@ from concurrent.futures import Future
 
 
 class TcpProxy:
-    def __init__(self, target_host: str, target_port: int, host: str = "127.0.0.1"):
+    def __init__(self, target_host: str, target_port: int, host: str = "127.0.0.1", port: int = 0):
+        """`port`: listen there (0: a free port); a stopped proxy can be started again on its old port."""
         self.target = (target_host, target_port)
         self.host = host
-        self.port = 0
+        self.port = port
         self._cut = False
         self._writers: set[asyncio.StreamWriter] = set()
         self._loop = asyncio.new_event_loop()
@@ -62,7 +63,7 @@ class TcpProxy:
     # ---------------------------------------------------------------- the loop's side
 
     async def _start(self) -> None:
-        self._server = await asyncio.start_server(self._handle, self.host, 0)
+        self._server = await asyncio.start_server(self._handle, self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def _set_cut(self, value: bool) -> None:

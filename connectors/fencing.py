@@ -1,0 +1,111 @@
+"""The fence a mutating connector call carries, and the one rule an engine applies to it.
+
+A structural operation runs under a cross-node claim on a scope ('/m/c' or '/m/c/s') with a fencing
+token that grows with every grant. A holder can lose its claim (its lease expired while it was paused)
+and still have an engine call on its way; the next holder must be able to make the engine refuse it.
+So every mutating call carries a Fence, and an engine that can check it does so *storage-side, in the
+same transaction as the change* (DESIGN.md §9):
+
+    refuse the call (StaleFence, nothing changed) when its token is lower than the highest token the
+    engine has seen on the call's scope, or on any related scope (an ancestor or a descendant) when
+    the tokens are ordered across related scopes (`related`); otherwise record the token for the
+    scope and make the change.
+
+`highest_conflicting` is that rule over the (scope, token) pairs an engine keeps; the sqlite catalog and
+the hive stub both use it, so the rule lives in one place. The caller (gravimeta/dispatch/engine_calls.py)
+builds the Fence from the running operation's claim. `related` is False while claims number fences per
+path (a token then says nothing about another path's tokens): the engine compares with the same scope
+only. An engine that cannot check fences ignores them (Connector.checks_fences = False); the repair then
+waits out its calls instead (docs/consistency.md §4).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from urllib.parse import quote, unquote
+
+from gravimeta import errors
+
+#: HTTP headers a remote engine receives the fence in (the hive provider and its stub)
+SCOPE_HEADER, TOKEN_HEADER, RELATED_HEADER = "X-Gravimeta-Fence-Scope", "X-Gravimeta-Fence", "X-Gravimeta-Fence-Related"
+
+
+@dataclass(frozen=True)
+class Fence:
+    """What a mutating call is made under.
+
+    scope:    the claim's scope path ('/m/c/s'); '' when the call runs under no claim.
+    token:    the claim's fencing token; None when there is none (distributed lock off, or a claim
+              without a token): the engine then checks nothing and records nothing.
+    related:  tokens are ordered across related scopes, so compare with ancestors and descendants too.
+    deadline: time.monotonic() by which the call must have ended on the caller's side (the end of what
+              the caller may still trust of its lease); None: no bound. A connector bounds every wait
+              of the call by it (socket and busy timeouts) and refuses to start once it has passed.
+    """
+
+    scope: str = ""
+    token: int | None = None
+    related: bool = False
+    deadline: float | None = None
+
+    def timeout(self, default: float) -> float:
+        """The timeout to give the call's next wait: `default`, shortened to what is left before the
+        deadline. StaleFence (nothing was sent) when the deadline has already passed."""
+        if self.deadline is None:
+            return default
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise errors.StaleFence(
+                f"The claim on {self.scope} ran out before this engine call could be made; nothing was changed"
+            )
+        return min(default, left)
+
+    def headers(self) -> dict[str, str]:
+        """The fence as HTTP headers (empty when it has no token)."""
+        if self.token is None:
+            return {}
+        return {SCOPE_HEADER: quote(self.scope, safe="/"), TOKEN_HEADER: str(self.token),
+                RELATED_HEADER: "1" if self.related else "0"}
+
+    @classmethod
+    def from_headers(cls, header: Callable[[str], str | None]) -> Fence:
+        """The fence a remote engine received, from its header lookup (case-insensitive, as
+        http.server's `headers.get`); NO_FENCE when the call carried none. ValueError if malformed."""
+        token = header(TOKEN_HEADER)
+        if token is None:
+            return NO_FENCE
+        return cls(unquote(header(SCOPE_HEADER) or ""), int(token), header(RELATED_HEADER) == "1")
+
+
+NO_FENCE = Fence()
+
+
+def is_ancestor(a: str, b: str) -> bool:
+    return a != b and (a == "/" or b.startswith(a + "/"))
+
+
+def related(a: str, b: str) -> bool:
+    """The claim layer's relation on scope paths (gravimeta/concurrency/paths.py): equal, or one is an
+    ancestor of the other. Case-sensitive."""
+    return a == b or is_ancestor(a, b) or is_ancestor(b, a)
+
+
+def highest_conflicting(seen: Iterable[tuple[str, int]], fence: Fence) -> int | None:
+    """The highest token among `seen` that makes `fence` stale, or None when the call may go ahead."""
+    if fence.token is None:
+        return None
+    worst = None
+    for scope, token in seen:
+        if token > fence.token and (scope == fence.scope or (fence.related and related(scope, fence.scope))):
+            worst = token if worst is None else max(worst, token)
+    return worst
+
+
+def stale_fence(fence: Fence, seen: int, engine: str) -> errors.StaleFence:
+    """The error an engine raises for a refused call."""
+    return errors.StaleFence(
+        f"{engine} refused a call under the claim on {fence.scope} with fence {fence.token}: it has seen fence "
+        f"{seen}, so another operation holds that scope now; nothing was changed"
+    )

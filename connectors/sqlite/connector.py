@@ -1,0 +1,393 @@
+"""The `sqlite` provider's connector: schemas and tables of one catalog file (see the package docstring).
+
+Every mutating call is one BEGIN IMMEDIATE transaction that first checks the call's fence against the
+catalog file's fence table (fences.py), so a call of a holder that lost its claim changes nothing once
+a newer holder has made the file see its fence. Only prepare_engine (catalog creation) and
+create_schema may create the catalog file; every other call, observations included, answers
+ConnectionFailed when the file is missing (a wrong catalog root must never look like an empty catalog).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import cast
+
+from connectors.base import NO_FENCE, CatalogContext, Connector, Fence
+from connectors.properties import CatalogProperties, PropertyEntry, java_int
+from connectors.sqlite import fences
+from connectors.sqlite.alter import in_place_plan, infer_renames, integrity, rebuild
+from connectors.sqlite.ddl import check_table, desired_shape, quote, real_shape, same_by_affinity, table_ddl
+from connectors.sqlite.describe import describe_table
+from connectors.sqlite.paths import (
+    ROOT_ENV,
+    check_single_link,
+    location_guard,
+    resolve_catalog_path,
+    schema_file_name,
+)
+from gravimeta import errors, failpoints
+from gravimeta.entities import Schema, Table
+
+REGISTRY = "gravimeta_schemas"
+APPLICATION_ID = 0x47524D53  # "GRMS": marks a schema file written by gravimeta
+
+
+def _catalog_file(raw: str) -> Path:
+    """The `path` property's check: inside the root, and not a file with a second hard link."""
+    path = resolve_catalog_path(raw)
+    check_single_link(path, errors.IllegalArgument, f"Catalog property 'path' {raw!r} names a file that")
+    return path
+
+
+def _busy_timeout(value: str) -> int:
+    timeout = cast(int, java_int(value))
+    if not 0 <= timeout <= 600_000:
+        raise ValueError("busy-timeout-ms must be an integer from 0 to 600000")
+    return timeout
+
+
+class SQLiteCatalogConnector(Connector):
+    catalog_properties = CatalogProperties((
+        # immutable: moving a catalog to another file would orphan its schemas and tables
+        PropertyEntry("path", "catalog file, relative to the sqlite catalog root", required=True, immutable=True,
+                      decode=_catalog_file),
+        PropertyEntry("busy-timeout-ms", "how long to wait for another writer (default 5000)", decode=_busy_timeout),
+    ))
+    supports_purge = True
+    checks_fences = True
+
+    def __init__(self, context: CatalogContext):
+        super().__init__(context)
+        self.validate_properties(context.properties)
+
+    @classmethod
+    @contextmanager
+    def location_guard(cls, properties: dict[str, str],
+                       in_use: Callable[[], Iterable[tuple[str, dict[str, str]]]]) -> Iterator[None]:
+        """No two catalogs (in any metalake) may own the same files (paths.location_guard)."""
+        with location_guard(properties["path"], lambda: [(label, p["path"]) for label, p in in_use() if p.get("path")]):
+            yield
+
+    # ---------------------------------------------------------------- plumbing
+
+    @property
+    def path(self) -> Path:
+        """Resolved on every use, so a symlink planted after creation cannot lead outside the root."""
+        return resolve_catalog_path(self.context.properties["path"])
+
+    def _schema_dir(self) -> Path:
+        return self.path.with_name(self.path.name + ".schemas")
+
+    def _schema_path(self, file_name: str) -> Path:
+        schema_dir = self._schema_dir()
+        target = (schema_dir / file_name).resolve()
+        if target.parent != schema_dir.resolve():
+            raise errors.IllegalArgument(f"Schema file {file_name!r} resolves outside the catalog's directory")
+        check_single_link(target, errors.ConnectionFailed, f"Schema file {file_name} of SQLite catalog {self._label}")
+        return target
+
+    @property
+    def _label(self) -> str:
+        """How messages name the catalog file: by its `path` property, never by an absolute path."""
+        return repr(self.context.properties["path"])
+
+    @contextmanager
+    def _connect(self, fence: Fence = NO_FENCE, create: bool = False) -> Iterator[sqlite3.Connection]:
+        """A connection to the catalog file (busy timeout bounded by the fence's deadline). `create`:
+        the file and its directories may be created; otherwise a missing file is ConnectionFailed."""
+        path = self.path
+        check_single_link(path, errors.ConnectionFailed, f"SQLite catalog file {self._label}")
+        timeout = fence.timeout(int(self.context.properties.get("busy-timeout-ms", "5000")) / 1000)
+        if not create and not path.exists():
+            raise errors.EngineUnreachable(
+                f"SQLite catalog file {self._label} does not exist: the engine of catalog {self.context.catalog} is "
+                f"unreachable from here (is the catalog root right? {ROOT_ENV} or GRAVIMETA_HOME)", detail=str(path)
+            )
+        try:
+            if create:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._schema_dir().mkdir(exist_ok=True)
+            conn = sqlite3.connect(_uri(path, create), isolation_level=None, timeout=timeout, uri=True)
+        except (OSError, sqlite3.Error) as exc:
+            raise errors.ConnectionFailed(f"Cannot open SQLite catalog file {self._label}", detail=f"{path}: {exc}") from exc
+        try:
+            with _translated(self._label, path):
+                conn.execute(f"CREATE TABLE IF NOT EXISTS {REGISTRY} (name TEXT PRIMARY KEY, file TEXT NOT NULL UNIQUE)")
+                conn.execute(fences.CREATE)
+                yield conn
+        finally:
+            if conn.in_transaction:
+                conn.rollback()
+            conn.close()
+
+    def _file_of(self, conn: sqlite3.Connection, schema: str) -> str | None:
+        row = conn.execute(f"SELECT file FROM {REGISTRY} WHERE name = ?", (schema,)).fetchone()
+        return row[0] if row else None
+
+    def _attach(self, conn: sqlite3.Connection, alias: str, schema: str) -> None:
+        file_name = self._file_of(conn, schema)
+        if file_name is None:
+            raise errors.NoSuchSchema(f"Schema {schema} does not exist in SQLite catalog {self.context.catalog}")
+        conn.execute(f"ATTACH DATABASE ? AS {alias}", (_uri(self._schema_path(file_name), create=False),))
+
+    @contextmanager
+    def _transaction(self, conn: sqlite3.Connection, fence: Fence) -> Iterator[None]:
+        """One write transaction whose first statement checks and records the call's fence."""
+        failpoints.hit("sqlite.before_begin", catalog=self.context.catalog, scope=fence.scope, fence=fence.token)
+        conn.execute("BEGIN IMMEDIATE")
+        fences.check_and_record(conn, fence, self.context.catalog)
+        yield
+        conn.execute("COMMIT")
+
+    def _nothing_to_do(self, conn: sqlite3.Connection, fence: Fence) -> bool:
+        """A drop that finds nothing still checks its fence: a stale call must be refused as stale (the
+        journal reads a refusal as "did not land"), not answer "not there" as if it had looked in time."""
+        with self._transaction(conn, fence):
+            return False
+
+    def prepare_engine(self) -> None:
+        """Create the catalog file (with its registry and fence tables) when the catalog is created."""
+        with self._connect(create=True):
+            pass
+
+    def fence_barrier(self, fence: Fence) -> None:
+        """Record the fence in the catalog file (StaleFence if a higher one was seen)."""
+        with self._connect(fence) as conn, self._transaction(conn, fence):
+            pass
+
+    @staticmethod
+    def _table_name(conn: sqlite3.Connection, alias: str, name: str) -> str | None:
+        """The stored name of the table SQLite would resolve `name` to (SQLite is case-insensitive)."""
+        row = conn.execute(
+            f"SELECT name FROM {alias}.sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE", (name,)
+        ).fetchone()
+        return row[0] if row else None
+
+    @staticmethod
+    def _user_tables(conn: sqlite3.Connection, alias: str) -> list[str]:
+        rows = conn.execute(
+            f"SELECT name FROM {alias}.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+        )
+        return sorted(r[0] for r in rows)
+
+    # ---------------------------------------------------------------- schemas
+
+    def create_schema(self, schema: Schema, *, fence: Fence = NO_FENCE) -> None:
+        """Register the schema and create its file in one transaction; an existing *empty* schema is
+        accepted (a repeated create), one with tables is a conflict."""
+        file_name = schema_file_name(schema.name)
+        quote(schema.name)  # rejects NUL
+        with self._connect(fence, create=True) as conn:
+            if self._file_of(conn, schema.name) is None:
+                self._remove_orphan(self._schema_path(file_name))
+            conn.execute("ATTACH DATABASE ? AS s0", (_uri(self._schema_path(file_name), create=True),))
+            with self._transaction(conn, fence):
+                if self._file_of(conn, schema.name) is not None:
+                    if self._user_tables(conn, "s0"):
+                        raise errors.SchemaAlreadyExists(
+                            f"Schema {schema.name} already exists in SQLite catalog {self.context.catalog} with tables"
+                        )
+                    return
+                conn.execute(f"INSERT INTO {REGISTRY} (name, file) VALUES (?, ?)", (schema.name, file_name))
+                conn.execute(f"PRAGMA s0.application_id = {APPLICATION_ID}")
+
+    @staticmethod
+    def _remove_orphan(path: Path) -> None:
+        """A schema file without a registry row is what a drop interrupted before its unlink left."""
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            Path(str(path) + suffix).unlink(missing_ok=True)
+
+    def drop_schema(self, name: str, cascade: bool, *, fence: Fence = NO_FENCE) -> bool:
+        """Delete the registry row (the commit point), then the file."""
+        with self._connect(fence) as conn:
+            file_name = self._file_of(conn, name)
+            if file_name is None:
+                return self._nothing_to_do(conn, fence)
+            self._attach(conn, "s0", name)
+            with self._transaction(conn, fence):
+                tables = self._user_tables(conn, "s0")
+                if tables and not cascade:
+                    raise errors.NonEmptySchema(f"Schema {name} is not empty; it has {len(tables)} table(s)")
+                conn.execute(f"DELETE FROM {REGISTRY} WHERE name = ?", (name,))
+            conn.execute("DETACH DATABASE s0")
+        self._remove_orphan(self._schema_path(file_name))
+        return True
+
+    def list_schemas(self) -> list[str]:
+        with self._connect() as conn:
+            return [r[0] for r in conn.execute(f"SELECT name FROM {REGISTRY} ORDER BY name")]
+
+    def load_schema(self, name: str) -> Schema:
+        """A registered schema; SQLite keeps no comment or properties for it."""
+        with self._connect() as conn:
+            if self._file_of(conn, name) is None:
+                raise errors.NoSuchSchema(f"Schema {name} does not exist in SQLite catalog {self.context.catalog}")
+            return Schema(name)
+
+    # ---------------------------------------------------------------- tables
+
+    def list_tables(self, schema: str) -> list[str]:
+        with self._connect() as conn:
+            self._attach(conn, "s0", schema)
+            return self._user_tables(conn, "s0")
+
+    def load_table(self, schema: str, name: str) -> Table:
+        """The table as SQLite describes it (describe.py); its name as stored, matched exactly."""
+        with self._connect() as conn:
+            self._attach(conn, "s0", schema)
+            if self._table_name(conn, "s0", name) != name:
+                raise errors.NoSuchTable(f"Table {schema}.{name} does not exist in SQLite catalog {self.context.catalog}")
+            return describe_table(conn, "s0", name)
+
+    def check_table(self, table: Table) -> None:
+        check_table(table)
+
+    def create_table(self, schema: str, table: Table, *, fence: Fence = NO_FENCE) -> None:
+        """CREATE TABLE; a table that already exists with the same shape is accepted (a repeated create)."""
+        ddl = table_ddl("s0", table)
+        with self._connect(fence) as conn:
+            self._attach(conn, "s0", schema)
+            with self._transaction(conn, fence):
+                existing = self._table_name(conn, "s0", table.name)
+                if existing is not None:
+                    if existing == table.name and real_shape(conn, "s0", existing) == desired_shape(table):
+                        return
+                    raise errors.TableAlreadyExists(
+                        f"Table {schema}.{existing} already exists in SQLite catalog {self.context.catalog}"
+                        " (SQLite table names are case-insensitive)"
+                    )
+                conn.execute(ddl)
+
+    def drop_table(self, schema: str, name: str, *, fence: Fence = NO_FENCE) -> bool:
+        with self._connect(fence) as conn:
+            if self._file_of(conn, schema) is None:
+                return self._nothing_to_do(conn, fence)
+            self._attach(conn, "s0", schema)
+            with self._transaction(conn, fence):
+                if self._table_name(conn, "s0", name) != name:
+                    return False
+                conn.execute(f"DROP TABLE s0.{quote(name)}")
+                return True
+
+    def purge_table(self, schema: str, name: str, *, fence: Fence = NO_FENCE) -> bool:
+        """A dropped SQLite table's rows are gone with it, so purge is drop."""
+        return self.drop_table(schema, name, fence=fence)
+
+    def rename_table(self, schema: str, name: str, new_schema: str, new_name: str, *,
+                     fence: Fence = NO_FENCE) -> None:
+        """ALTER TABLE RENAME within a schema; across schemas, create + copy + drop in one transaction
+        spanning both files. Repeating a rename that already happened is accepted."""
+        if new_name.lower().startswith("sqlite_"):
+            raise errors.IllegalArgument(f"Table name {new_name!r}: SQLite reserves names starting with sqlite_")
+        if schema == new_schema and name == new_name:
+            return
+        with self._connect(fence) as conn:
+            self._attach(conn, "s0", schema)
+            target = "s0"
+            if new_schema != schema:
+                self._attach(conn, "s1", new_schema)
+                target = "s1"
+            with self._transaction(conn, fence):
+                source = self._table_name(conn, "s0", name)
+                existing = self._table_name(conn, target, new_name)
+                if source != name:
+                    if existing == new_name:
+                        return  # already renamed
+                    raise errors.NoSuchTable(f"Table {schema}.{name} does not exist in SQLite catalog")
+                same_table = target == "s0" and name.lower() == new_name.lower()
+                if existing is not None and not same_table:
+                    raise errors.TableAlreadyExists(f"Table {new_schema}.{existing} already exists in SQLite catalog")
+                if target == "s0":
+                    if same_table:  # SQLite refuses a case-only rename; go through a temporary name
+                        temporary = f"gravimeta_tmp_{uuid.uuid4().hex}"
+                        conn.execute(f"ALTER TABLE s0.{quote(name)} RENAME TO {quote(temporary)}")
+                        name = temporary
+                    conn.execute(f"ALTER TABLE s0.{quote(name)} RENAME TO {quote(new_name)}")
+                else:
+                    self._move(conn, name, new_name)
+
+    @staticmethod
+    def _move(conn: sqlite3.Connection, name: str, new_name: str) -> None:
+        sql = conn.execute("SELECT sql FROM s0.sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone()[0]
+        prefix = f"CREATE TABLE {quote(name)}"
+        if not sql.startswith(prefix):
+            raise errors.UnsupportedOperation(
+                f"Table {name} was not created by gravimeta; it cannot be moved to another schema"
+            )
+        conn.execute(f"CREATE TABLE s1.{quote(new_name)}{sql[len(prefix):]}")
+        conn.execute(f"INSERT INTO s1.{quote(new_name)} SELECT * FROM s0.{quote(name)}")
+        conn.execute(f"DROP TABLE s0.{quote(name)}")
+
+    def alter_table(self, schema: str, before: Table, after: Table, *, fence: Fence = NO_FENCE) -> None:
+        """Make the real table match `after`: RENAME/DROP/ADD COLUMN in place when that reaches the
+        target shape, otherwise rebuild it (create new, copy, drop old, rename) in one transaction.
+        A table that already has the target shape is left alone, so a repeated alter is a no-op."""
+        target = desired_shape(after)
+        table_ddl("s0", after)  # validates keys and auto-increment before anything changes
+        with self._connect(fence) as conn:
+            self._attach(conn, "s0", schema)
+            with self._transaction(conn, fence), integrity(after.name):
+                if self._table_name(conn, "s0", after.name) != after.name:
+                    raise errors.NoSuchTable(f"Table {schema}.{after.name} does not exist in SQLite catalog")
+                current = real_shape(conn, "s0", after.name)
+                if same_by_affinity(current, target):
+                    return
+                real_names = [c[0] for c in current[0]]
+                renames = infer_renames(before, after) if real_names == [c.name for c in before.columns] else {}
+                plan = in_place_plan(f"s0.{quote(after.name)}", current, target, renames)
+                if plan is None:
+                    rebuild(conn, after, real_names, renames)
+                else:
+                    for statement in plan:
+                        conn.execute(statement)
+
+    def test_connection(self) -> None:
+        """The catalog file must be a readable SQLite database, or, before first use, its directory
+        must be creatable and writable."""
+        path = self.path
+        if path.exists():
+            check_single_link(path, errors.ConnectionFailed, f"SQLite catalog file {self._label}")
+            try:
+                conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=2)
+                try:
+                    conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                finally:
+                    conn.close()
+            except sqlite3.Error as exc:
+                raise errors.ConnectionFailed(f"SQLite catalog file {self._label} is not usable: {exc}",
+                                              detail=str(path)) from exc
+            return
+        existing = next(p for p in path.parents if p.exists())
+        if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+            raise errors.ConnectionFailed(
+                f"SQLite catalog file {self._label} cannot be created: its directory is not writable",
+                detail=f"{path}: {existing} is not a writable directory",
+            )
+
+
+def _uri(path: Path, create: bool) -> str:
+    """An SQLite URI for `path`: mode=rw never creates a missing file (it fails instead), mode=rwc may."""
+    return f"{path.as_uri()}?mode={'rwc' if create else 'rw'}"
+
+
+@contextmanager
+def _translated(label: str, path: Path) -> Iterator[None]:
+    """SQLite errors that mean the catalog file is unusable become ConnectionFailed. Messages name the
+    file by its `path` property (`label`); the absolute path goes to the server log only."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        text = str(exc).lower()
+        if any(k in text for k in ("locked", "busy", "unable to open", "readonly", "disk i/o", "not a database")):
+            raise errors.ConnectionFailed(f"SQLite catalog file {label} is not usable: {exc}", detail=str(path)) from exc
+        raise
+    except sqlite3.DatabaseError as exc:
+        if "not a database" in str(exc).lower():
+            raise errors.ConnectionFailed(f"SQLite catalog file {label} is not a database: {exc}",
+                                          detail=str(path)) from exc
+        raise

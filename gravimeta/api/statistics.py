@@ -1,0 +1,87 @@
+"""/api/metalakes/{metalake}/objects/{type}/{fullName}/statistics[/partitions] (Gravitino's
+StatisticOperations): GET lists, PUT updates, POST drops (the body names what to drop)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, current_app, request
+
+from gravimeta import metadata_objects
+from gravimeta.api import dto, payloads
+from gravimeta.api.errors import operation, operation_names
+from gravimeta.api.requests import flag, json_body, user
+from gravimeta.api.statistic_payloads import (
+    PartitionStatisticsDrop,
+    PartitionStatisticsUpdate,
+    StatisticsDrop,
+    StatisticsUpdate,
+    statistic,
+)
+from gravimeta.dispatch.statistics import StatisticDispatcher
+from gravimeta.store.statistics import PartitionRange
+
+blueprint = Blueprint("statistics", __name__, url_prefix="/api/metalakes/<metalake>/objects/<kind>/<full_name>/statistics")
+
+
+def statistics() -> StatisticDispatcher:
+    return current_app.extensions["gravimeta"].dispatchers.statistics
+
+
+@blueprint.get("")
+@operation("statistic", "LIST", "full_name", parent_arg="metalake")
+def list_statistics(metalake: str, kind: str, full_name: str) -> Any:
+    found = statistics().list_statistics(metalake, metadata_objects.parse(kind, full_name))
+    return dto.ok(statistics=[statistic(s) for s in found])
+
+
+@blueprint.put("")
+@operation("statistic", "UPDATE", parent_arg="full_name")
+def update_statistics(metalake: str, kind: str, full_name: str) -> Any:
+    body = payloads.load(StatisticsUpdate, json_body())
+    operation_names(",".join(body["updates"]))
+    statistics().update_statistics(metalake, metadata_objects.parse(kind, full_name), body["updates"], user())
+    return dto.ok()
+
+
+@blueprint.post("")
+@operation("statistic", "DROP", parent_arg="full_name")
+def drop_statistics(metalake: str, kind: str, full_name: str) -> Any:
+    body = payloads.load(StatisticsDrop, json_body())
+    operation_names(",".join(body["names"]))
+    return dto.ok(dropped=statistics().drop_statistics(metalake, metadata_objects.parse(kind, full_name), body["names"]))
+
+
+# ---------------------------------------------------------------------- partition statistics
+
+
+@blueprint.get("/partitions")
+@operation("partition stats", "LIST", parent_arg="full_name")
+def list_partition_statistics(metalake: str, kind: str, full_name: str) -> Any:
+    span = PartitionRange(request.args.get("from"), flag("fromInclusive", True),
+                          request.args.get("to"), flag("toInclusive", False))
+    operation_names(f"{'(-INF' if span.lower is None else ('[' if span.lower_inclusive else '(') + span.lower},"
+                    f"{'INF)' if span.upper is None else span.upper + (']' if span.upper_inclusive else ')')}")
+    found = statistics().list_partitions(metalake, metadata_objects.parse(kind, full_name), span)
+    return dto.ok(partitionStatistics=[
+        {"partitionName": name, "statistics": [statistic(s) for s in stats]} for name, stats in found
+    ])
+
+
+@blueprint.put("/partitions")
+@operation("partition stats", "UPDATE", parent_arg="full_name")
+def update_partition_statistics(metalake: str, kind: str, full_name: str) -> Any:
+    body = payloads.load(PartitionStatisticsUpdate, json_body())
+    updates = [(u["partitionName"], u["statistics"]) for u in body["updates"]]
+    operation_names(",".join(name for name, _ in updates))
+    statistics().update_partitions(metalake, metadata_objects.parse(kind, full_name), updates, user())
+    return dto.ok()
+
+
+@blueprint.post("/partitions")
+@operation("partition stats", "DROP", parent_arg="full_name")
+def drop_partition_statistics(metalake: str, kind: str, full_name: str) -> Any:
+    body = payloads.load(PartitionStatisticsDrop, json_body())
+    drops = [(d["partitionName"], d["statisticNames"]) for d in body["drops"]]
+    operation_names(",".join(name for name, _ in drops))
+    return dto.ok(dropped=statistics().drop_partitions(metalake, metadata_objects.parse(kind, full_name), drops))

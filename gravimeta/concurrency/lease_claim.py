@@ -1,0 +1,169 @@
+"""A granted lease claim (backend LEASE_TABLE): the held row, its local deadline, the fence guard
+that every store write of the operation runs first, and the release.
+
+The fence guard runs first inside every store write transaction of the operation: it re-reads the claim
+row FOR UPDATE and raises FenceLost unless holder, fence and an unexpired lease all match, so a holder
+that was paused past its lease and lost the claim cannot commit. A stealer must delete that row first,
+so it waits for any store transaction that passed the guard to finish. Release deletes the row only if
+(holder, fence) still match; a successful journalled operation has already deleted it, with the fence
+check of its last store write (_check_fence_and_release).
+
+The guard (and the store statements after it) wait on row locks at most for the time the claim has
+left, the release for lock_waits.BACKGROUND_WAIT_S (gravimeta/store/lock_waits.py): a guard that runs
+out of it raises FenceLost, as the claim could not be checked before it ran out.
+
+The holder trusts a claim only until (start of its last successful renewal + TTL) by its own monotonic
+clock, which is never later than the database's expiry; past that it treats the claim as lost without
+asking the database.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any, cast
+
+from sqlalchemy import delete, event, select
+from sqlalchemy.engine import CursorResult
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
+
+from gravimeta import errors
+from gravimeta.concurrency import metrics
+from gravimeta.concurrency.db_clock import db_now
+from gravimeta.concurrency.tables import scope_lease
+from gravimeta.store import guard, lock_waits
+from gravimeta.store.guard import WriteGuard
+
+if TYPE_CHECKING:
+    from gravimeta.concurrency.scope_lease import LeaseBackend
+
+log = logging.getLogger(__name__)
+
+#: Test-only switches that disable one safety mechanism, so the HA tests can show that they fail
+#: without it. Never set by the server.
+UNSAFE_NAIVE_CLAIM = "naive_claim"  # SELECT conflicts, then INSERT in another transaction, no anchors
+UNSAFE_NO_FENCE = "no_fence"  # the fence guard does nothing
+UNSAFE_NO_LOCAL_DEADLINE = "no_local_deadline"  # trust the claim locally forever (only the DB check)
+
+
+class LeaseClaim:
+    """A granted claim: its row is (path, holder, fence); valid locally until `deadline` (monotonic)."""
+
+    one_transaction = False  # it lasts until released (or stolen, which its fence guard detects)
+
+    def __init__(self, backend: LeaseBackend, path: str, holder: str, fence: int, deadline: float):
+        self.backend, self.path, self.holder, self.fence = backend, path, holder, fence
+        self.deadline = deadline
+        self.lost = False
+        self.released = False
+
+    def time_left(self) -> float:
+        """Seconds until the local deadline (0 once lost): how long this holder may still act."""
+        return 0.0 if not self.trusted() else max(0.0, self.deadline - time.monotonic())
+
+    def trusted(self) -> bool:
+        """Whether this process may still act on the claim without asking the database."""
+        if self.lost:
+            return False
+        if UNSAFE_NO_LOCAL_DEADLINE in self.backend.unsafe:
+            return True
+        if time.monotonic() >= self.deadline:
+            self.mark_lost("not renewed before its local deadline")
+        return not self.lost
+
+    def mark_lost(self, why: str) -> None:
+        if not self.lost:
+            self.lost = True
+            metrics.claims_lost.inc()
+            log.warning("claim on %s (holder %s, fence %d) lost: %s", self.path, self.holder, self.fence, why)
+
+    def fence_guard(self) -> WriteGuard:
+        """A guard for EntityStore.write(): the claim row, locked, must still be ours and unexpired."""
+        if UNSAFE_NO_FENCE in self.backend.unsafe:
+            return lambda session: None
+        return self._check_fence
+
+    def _check_fence(self, session: Session) -> None:
+        if guard.in_last_write():
+            self._check_fence_and_release(session)
+            return
+        if not self.trusted():
+            metrics.fence_rejects.inc()
+            raise errors.FenceLost(f"The claim on {self.path} expired before this change could be saved; retry")
+        row = self._execute_bounded(session, (
+            select(scope_lease.c.holder_id, scope_lease.c.fence,
+                   (scope_lease.c.lease_expires_at > db_now(self.backend.dialect)).label("live"))
+            .where(scope_lease.c.scope_path == self.path)
+            .with_for_update()
+        )).first()
+        if row is None or row.holder_id != self.holder or row.fence != self.fence or not row.live:
+            self.mark_lost("its row was stolen, released or expired")
+            metrics.fence_rejects.inc()
+            raise errors.FenceLost(
+                f"The claim on {self.path} was taken over by another operation (fence {self.fence}); "
+                "this change was not saved; retry"
+            )
+
+    def _check_fence_and_release(self, session: Session) -> None:
+        """The check in the operation's last store write, which also releases the claim: ONE
+        `DELETE ... WHERE path, holder, fence match AND unexpired`. It takes the same row lock as the
+        SELECT ... FOR UPDATE of the ordinary check (a stealer must delete the row, so it waits, and
+        then finds nothing to steal), deletes a row exactly when that check would pass, and a rollback
+        undoes it. So a successful operation needs no release transaction: once this transaction
+        commits, release() has nothing left to do."""
+        if not self.trusted():
+            metrics.fence_rejects.inc()
+            raise errors.FenceLost(f"The claim on {self.path} expired before this change could be saved; retry")
+        deleted = cast(CursorResult[Any], self._execute_bounded(session, delete(scope_lease).where(
+            scope_lease.c.scope_path == self.path,
+            scope_lease.c.holder_id == self.holder,
+            scope_lease.c.fence == self.fence,
+            scope_lease.c.lease_expires_at > db_now(self.backend.dialect),
+        ))).rowcount
+        if deleted != 1:
+            self.mark_lost("its row was stolen, released or expired")
+            metrics.fence_rejects.inc()
+            raise errors.FenceLost(
+                f"The claim on {self.path} was taken over by another operation (fence {self.fence}); "
+                "this change was not saved; retry"
+            )
+        event.listen(session, "after_commit", self._released_by_commit, once=True)
+
+    def _execute_bounded(self, session: Session, stmt: Any) -> Any:
+        """Execute the guard's locking statement, and run everything after it in this transaction, with
+        lock waits bounded by the time the claim has left; FenceLost if the row stays locked that long."""
+        seconds = self.time_left()
+        lock_waits.bound_connection(session.connection(), self.backend.dialect, seconds)
+        try:
+            return session.execute(lock_waits.bounded(stmt, self.backend.dialect, seconds))
+        except DBAPIError as exc:
+            if not lock_waits.timed_out(exc):
+                raise
+            self.mark_lost("its row stayed locked until the claim ran out")
+            metrics.fence_rejects.inc()
+            raise errors.FenceLost(
+                f"The claim on {self.path} could not be checked before it ran out (its row stayed locked); "
+                "this change was not saved; retry") from exc
+
+    def _released_by_commit(self, _session: Session) -> None:
+        if not self.released:
+            self.released = True
+            self.backend._untrack(self)
+
+    def release(self) -> None:
+        """Delete the claim row if it is still ours. Never raises: an unreleased row simply expires."""
+        if self.released:
+            return
+        self.released = True
+        self.backend._untrack(self)
+        try:
+            with self.backend.engine.begin() as conn:
+                self.backend._async_commit(conn)
+                conn.execute(lock_waits.bounded(delete(scope_lease).where(
+                    scope_lease.c.scope_path == self.path,
+                    scope_lease.c.holder_id == self.holder,
+                    scope_lease.c.fence == self.fence,
+                ), self.backend.dialect, lock_waits.BACKGROUND_WAIT_S))
+        except Exception:  # the caller's own outcome matters more; the lease expires after its TTL
+            log.exception("could not release the claim on %s; it will expire", self.path)

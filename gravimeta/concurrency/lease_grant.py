@@ -1,0 +1,259 @@
+"""The claim transaction of the lease backend (LEASE_TABLE): one attempt to claim a scope path.
+
+A claim on P is granted in ONE transaction that
+  1. locks the serializer rows: gm_claim_anchor '/' FOR KEY SHARE and '/<metalake>' FOR UPDATE (a root
+     claim locks '/' FOR UPDATE). Every two related paths share an anchor, so their claim transactions
+     run one after the other and each sees the other's committed row (READ COMMITTED re-reads per
+     statement). On SQLite the transaction is BEGIN IMMEDIATE, which serializes all writers anyway;
+  2. reads the claims on P, its ancestors (IN list) and its descendants (LIKE 'P/%' with wildcards
+     escaped), judging expiry with the database clock; any live one means "busy": roll back and wait.
+     If it found some and all were expired, it reads them again FOR UPDATE and judges them again: the
+     locking read waits for a renewal in flight and sees it live (see "A steal racing a renewal");
+  3. deletes the expired related claims it found (a steal: their holders' fence checks now fail),
+  4. takes the next fence: one more than the highest fence stored in the anchor rows it read ('/' and
+     the metalake's; all of them for a root claim) and stores it in its own anchor row, so a later grant
+     on ANY related path gets a greater fence (related paths share a locked anchor row; anchor rows
+     are never deleted, so fences never reset), and
+  5. inserts the claim row, expiring TTL later by the database clock.
+On PostgreSQL the whole transaction is one call of the database function gm_claim_scope (alembic
+revisions 0004 and 0012: the same statements in the same order, one round trip instead of eight or more), which also
+takes the scope's advisory locks when advisory-path operations can run (PG_ADVISORY, AUTO). On
+MySQL/MariaDB and SQLite the statements are sent one by one.
+
+A steal racing a renewal (issue 14 item 1; tests/ha/test_lease_interleavings.py). H holds /m/c and
+renews just before its lease expires; S claims /m just after:
+  H  UPDATE gm_scope_lease SET lease_expires_at = now+TTL WHERE /m/c, H, fence AND unexpired   (row lock)
+  S  locks the anchors; SELECT ... related: /m/c committed, expired
+  S  SELECT ... related ... FOR UPDATE                                      -> waits for H's row lock
+  H  COMMIT
+  S  the locking read returns the renewed row (PostgreSQL re-fetches the updated version after the
+     wait, EvalPlanQual; InnoDB's locking read reads the latest committed version): live, so busy.
+With a plain read (before revision 0012) S saw the committed, expired row, its steal DELETE waited for
+H's lock, re-checked the renewed row, deleted nothing, and S was granted anyway: two live related
+claims, both passing their fence guards. In the other order (S's locking read first) the expired row
+is S's until S commits; H's renewal matches no unexpired row (InnoDB waits for S's lock first, then
+finds the row gone), and H's claim is lost.
+Renewal therefore needs no anchor: the row lock orders it with every claim that could steal it.
+Only a claimant about to steal takes the locking read, so a claim committed live answers busy at the
+plain read, as before, without waiting for its holder's transactions or holding its row (which would hold
+up that claim's renewal). It does wait for the fenced store transaction of a holder whose lease
+has expired, as the steal's DELETE always did. Every such wait is bounded: an attempt waits on row locks
+at most until the claim's deadline (gravimeta/store/lock_waits.py; issue 14 item 2), and an attempt that
+runs out of it counts as busy.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from sqlalchemy import Connection, Engine, delete, func, insert, select, text, update
+from sqlalchemy.dialects.mysql import insert as mysql_insert
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import Row
+from sqlalchemy.exc import DBAPIError, IntegrityError
+
+from gravimeta import failpoints
+from gravimeta.concurrency import metrics, paths
+from gravimeta.concurrency.db_clock import db_now, db_now_plus
+from gravimeta.concurrency.lease_claim import UNSAFE_NAIVE_CLAIM
+from gravimeta.concurrency.tables import claim_anchor, scope_lease
+from gravimeta.store import lock_waits
+
+log = logging.getLogger(__name__)
+
+
+# The whole claim transaction on PostgreSQL, in one call (alembic/versions/0012_claim_locks_related_leases.py,
+# first written as 0004).
+_PG_CLAIM = text(
+    # the first argument also sets lock_timeout for the call (lock_waits.pg_argument)
+    f"SELECT status, fence, stolen FROM gm_claim_scope({lock_waits.pg_argument('CAST(:path AS text)')}, "
+    "CAST(:anchor AS text), "
+    "CAST(:related AS text[]), CAST(:descendants AS text), CAST(:holder AS text), CAST(:ttl_ms AS bigint), "
+    "CAST(:async AS boolean), CAST(:shared AS bigint[]), CAST(:exclusive AS bigint))"
+)
+
+
+class ClaimTransaction:
+    """The claim attempt of LeaseBackend (mixed into it): the anchors, the related read, the steal
+    and the grant, with the settings below taken from the backend."""
+
+    engine: Engine
+    dialect: str
+    ttl_ms: int
+    timeout_ms: int
+    unsafe: frozenset[str]
+    advisory_plan: Callable[[str], list[tuple[int, bool]]] | None
+    durable_claims: bool
+    _known_anchors: set[str]
+
+    def _try_claim(self, path: str, holder: str, deadline: float | None = None) -> int | None:
+        """One attempt: the new claim's fence, or None if a related claim is live (or, rarely, the
+        attempt met a row it could not see yet: the caller retries either way). `deadline`
+        (monotonic): no lock wait of the attempt lasts past it (then it is busy, None)."""
+        if UNSAFE_NAIVE_CLAIM in self.unsafe:
+            return self._try_claim_naive(path, holder)
+        if deadline is None:
+            deadline = lock_waits.deadline_in(self.timeout_ms / 1000)
+        try:
+            anchors = self._anchors(path)
+            self._ensure_anchors(anchors)
+            if self.dialect == "postgresql":
+                return self._try_claim_in_one_call(path, holder, anchors, deadline)
+            return self._try_claim_in_statements(path, holder, anchors, deadline)
+        except DBAPIError as exc:
+            if lock_waits.timed_out(exc):  # a row stayed locked until the deadline: busy, like a live claim
+                return None
+            raise
+
+    def _try_claim_in_statements(self, path: str, holder: str, anchors: list[str], deadline: float) -> int | None:
+        try:
+            with self.engine.connect() as conn:
+                conn.execution_options(sqlite_begin="IMMEDIATE", **{lock_waits.DEADLINE: deadline})
+                with conn.begin():
+                    if not self._lock_anchors(conn, path, anchors):
+                        self._known_anchors.difference_update(anchors)
+                        return None
+                    if not self._clear_related(conn, path):
+                        return None
+                    fence = self._grant(conn, path, holder, anchors)
+                    failpoints.hit("claim.before_grant", scope=path)  # not on PostgreSQL: its claim is one call
+                    return fence
+        except IntegrityError:  # a row we could not see yet (e.g. MySQL PAD SPACE equality): just retry
+            return None
+
+    def _try_claim_in_one_call(self, path: str, holder: str, anchors: list[str], deadline: float) -> int | None:
+        """The same transaction as the statements of _try_claim, as ONE call of the database function
+        gm_claim_scope (alembic/versions/0012) in autocommit mode: one round trip instead of eight."""
+        advisory = self.advisory_plan(path) if self.advisory_plan is not None else None
+        params = {
+            "path": path, "anchor": anchors[-1], "related": [path, *paths.ancestors(path)],
+            "descendants": paths.descendant_pattern(path), "holder": holder, "ttl_ms": self.ttl_ms,
+            "async": not self.durable_claims,
+            "shared": None if advisory is None else [key for key, exclusive in advisory if not exclusive],
+            "exclusive": None if advisory is None else next(key for key, exclusive in advisory if exclusive),
+            "gm_lock_timeout": lock_waits.pg_lock_timeout(lock_waits.left(deadline)),
+        }
+        try:
+            with self.engine.connect() as conn:
+                row = conn.execution_options(isolation_level="AUTOCOMMIT").execute(_PG_CLAIM, params).one()
+        except IntegrityError:  # as in _try_claim: retry
+            return None
+        if row.status == "no-anchor":
+            self._known_anchors.difference_update(anchors)
+        if row.status != "granted":
+            return None
+        for stolen in row.stolen:
+            metrics.steals.inc()
+            log.info("stole expired claim (path holder fence: %s)", stolen)
+        return int(row.fence)
+
+    def _try_claim_naive(self, path: str, holder: str) -> int | None:
+        with self.engine.begin() as conn:
+            if not self._clear_related(conn, path):
+                return None
+        try:
+            with self.engine.begin() as conn:
+                return self._grant(conn, path, holder, self._anchors(path))
+        except IntegrityError:
+            return None
+
+    def _clear_related(self, conn: Connection, path: str) -> bool:
+        """False if a live claim on a related path exists; otherwise delete the expired ones (steals).
+
+        A plain read first: a claim committed live means busy at once, without waiting for any lock. Only
+        when there are related claims and all were committed expired does the decision need a locking read
+        (issue 14 item 1): it waits for any transaction that holds one of these rows (a renewal, a fence
+        guard, a release) and judges the row as that transaction committed it, so a renewal in flight is
+        seen as live; and a row found expired stays locked by this transaction, so no renewal can revive
+        it before _steal deletes it."""
+        related = self._related_claims(conn, path)
+        if any(r.live for r in related):
+            return False
+        if related:
+            related = self._related_claims(conn, path, lock=True)
+            if any(r.live for r in related):
+                return False
+        self._steal(conn, related)
+        return True
+
+    def _related_claims(self, conn: Connection, path: str, lock: bool = False) -> list[Row]:
+        """The claims on `path`, its ancestors and its descendants, each with whether it is live; with
+        `lock`, read FOR UPDATE (PostgreSQL re-reads a row updated while it waited; InnoDB's locking read
+        returns the latest committed version; SQLite: BEGIN IMMEDIATE already excludes other writers)."""
+        lease = scope_lease.c
+        query = (
+            select(lease.scope_path, lease.holder_id, lease.fence,
+                   (lease.lease_expires_at > db_now(self.dialect)).label("live"))
+            .where(paths.related_in_sql(lease.scope_path, path))
+        )
+        rows = conn.execute(query.with_for_update() if lock else query).all()
+        return [r for r in rows if paths.related(r.scope_path, path)]  # SQLite LIKE ignores ASCII case
+
+    def _steal(self, conn: Connection, related: list[Row]) -> None:
+        """Delete the expired ones among `related` (a steal: their holders' fence checks now fail)."""
+        lease = scope_lease.c
+        for r in related:
+            stolen = conn.execute(delete(scope_lease).where(
+                lease.scope_path == r.scope_path, lease.holder_id == r.holder_id, lease.fence == r.fence,
+                lease.lease_expires_at <= db_now(self.dialect),
+            )).rowcount
+            if stolen:
+                metrics.steals.inc()
+                log.info("stole expired claim on %s (holder %s, fence %d)", r.scope_path, r.holder_id, r.fence)
+
+    def _grant(self, conn: Connection, path: str, holder: str, anchors: list[str]) -> int:
+        """Take the next fence and insert the claim row. The fence is above every earlier grant on a
+        related path: each grant stores its fence in its own anchor row (the metalake's, or '/' for a
+        root claim), a claim under a metalake reads '/' and its metalake's row (both locked by it), and
+        a root claim, which excludes every other claim, reads all of them."""
+        a = claim_anchor.c
+        highest = select(func.max(a.fence))
+        if len(anchors) > 1:
+            highest = highest.where(a.anchor.in_(anchors))
+        fence = int(conn.execute(highest).scalar() or 0) + 1
+        conn.execute(update(claim_anchor).where(a.anchor == anchors[-1]).values(fence=fence))
+        now = db_now(self.dialect)
+        conn.execute(insert(scope_lease).values(
+            scope_path=path, holder_id=holder, fence=fence,
+            lease_expires_at=db_now_plus(self.dialect, self.ttl_ms), acquired_at=now, updated_at=now,
+        ))
+        return fence
+
+    # ----------------------------------------------------------------- anchors
+
+    @staticmethod
+    def _anchors(path: str) -> list[str]:
+        anchor = paths.anchor_of(path)
+        return [paths.ROOT_PATH] if anchor == paths.ROOT_PATH else [paths.ROOT_PATH, anchor]
+
+    def _ensure_anchors(self, anchors: list[str]) -> None:
+        """Create missing anchor rows in their own transaction (rows are never deleted)."""
+        missing = [a for a in anchors if a not in self._known_anchors]
+        if not missing:
+            return
+        stmt = (
+            pg_insert(claim_anchor).on_conflict_do_nothing() if self.dialect == "postgresql"
+            else sqlite_insert(claim_anchor).on_conflict_do_nothing() if self.dialect == "sqlite"
+            else mysql_insert(claim_anchor).prefix_with("IGNORE")
+        )
+        with self.engine.begin() as conn:
+            conn.execute(stmt, [{"anchor": a} for a in missing])
+        self._known_anchors.update(missing)
+
+    def _lock_anchors(self, conn: Connection, path: str, anchors: list[str]) -> bool:
+        """Lock the anchor rows (False if one is missing: the caller creates it and retries)."""
+        anchor = claim_anchor.c.anchor
+        if self.dialect == "sqlite":  # BEGIN IMMEDIATE already made this the only writer
+            present = conn.execute(select(func.count()).where(anchor.in_(anchors))).scalar_one()
+            return bool(present == len(anchors))
+        root = select(anchor).where(anchor == paths.ROOT_PATH)
+        if len(anchors) == 1:  # a root claim excludes every other claim: FOR UPDATE on '/'
+            return conn.execute(root.with_for_update()).first() is not None
+        # FOR KEY SHARE on PostgreSQL (LOCK IN SHARE MODE on MySQL): conflicts with FOR UPDATE only.
+        # (key_share without read would be FOR NO KEY UPDATE, which does NOT conflict with it.)
+        found = conn.execute(root.with_for_update(read=True, key_share=True)).first()
+        return found is not None and conn.execute(
+            select(anchor).where(anchor == anchors[1]).with_for_update()
+        ).first() is not None

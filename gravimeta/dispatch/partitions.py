@@ -1,0 +1,131 @@
+"""Partition operations (Gravitino's PartitionOperationDispatcher): reads READ-lock the table, an add
+or a drop is a structural change of the table: it claims the table's scope across replicas and WRITE-
+locks it (coordinator.run_structural), so it is ordered with every create, rename and drop of the table,
+its schema and its catalog (all of which claim an ancestor scope).
+
+Where the partitions live is the connector's answer (Connector.partitions, docs/consistency.md §8,
+docs/tags-statistics-partitions.md):
+- in the store (`memory`): the whole add or drop is one store transaction behind the claim's fence
+  guard (gravimeta/store/partitions.py); nothing outside the store changes, so nothing needs repair;
+- in the engine (`hive`): the store keeps nothing about partitions. One store transaction checks what
+  the store decides (metalake and catalog in use, the table exists) and runs the claim's fence guard,
+  so a holder whose claim was taken over stops before the engine call; then the engine call. A crash or
+  a lost answer after it leaves the partition added (or dropped) in the engine only, which is the one
+  place that has partitions: the next read shows it, a retried add answers PartitionAlreadyExists and a
+  retried drop `dropped: false`, as Gravitino does. There is no store state to reconcile, so no journal;
+- nowhere (`sqlite`): 405 UnsupportedOperation, after the table was found (Gravitino's order).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from connectors.base import PARTITIONS_IN_ENGINE, PARTITIONS_IN_STORE, Connector
+from gravimeta import errors, failpoints, partitions
+from gravimeta.concurrency import paths
+from gravimeta.concurrency.coordinator import Coordinator, require_lasting_claim
+from gravimeta.concurrency.tree_lock import LockType
+from gravimeta.dispatch.connector_cache import ConnectorCache
+from gravimeta.dispatch.engine_calls import call_fence
+from gravimeta.dispatch.guarded import catalog_in_use_in
+from gravimeta.entities import NameIdentifier
+from gravimeta.partitions import Partition
+from gravimeta.store import EntityStore, guard
+from gravimeta.store.partitions import PartitionStore
+
+
+@dataclass
+class _Found:
+    connector: Connector
+    kind: str
+
+
+class PartitionDispatcher:
+    def __init__(self, store: EntityStore, coordinator: Coordinator, connectors: ConnectorCache):
+        self.store, self.coordinator, self.connectors = store, coordinator, connectors
+        self.kept = PartitionStore(store)
+
+    def _find(self, s: Session, m: str, c: str, sc: str, t: str, purge: bool = False) -> _Found:
+        """In-use checks, the table in the store, then whether the catalog has partitions at all."""
+        connector = self.connectors.for_catalog(catalog_in_use_in(s, m, c))
+        self.store.table_row(s, m, c, sc, t)  # NoSuchSchema / NoSuchTable before anything else
+        kind = connector.partitions
+        if kind not in (PARTITIONS_IN_STORE, PARTITIONS_IN_ENGINE):
+            raise errors.UnsupportedOperation(
+                f"Table {m}.{c}.{sc}.{t} does not support partition operations (provider of catalog {c})")
+        if purge and not connector.supports_partition_purge:
+            raise errors.UnsupportedOperation("Partition purging is not supported")
+        return _Found(connector, kind)
+
+    # ------------------------------------------------------------------ reads
+
+    def list(self, m: str, c: str, sc: str, t: str) -> list[Partition]:
+        with self.coordinator.local(NameIdentifier.of(m, c, sc, t), LockType.READ):
+            with self.store.snapshot() as s:
+                found = self._find(s, m, c, sc, t)
+                if found.kind == PARTITIONS_IN_STORE:
+                    return self.kept.list_in(s, m, c, sc, t)
+            return found.connector.list_partitions(sc, t)
+
+    def get(self, m: str, c: str, sc: str, t: str, name: str) -> Partition:
+        with self.coordinator.local(NameIdentifier.of(m, c, sc, t), LockType.READ):
+            with self.store.snapshot() as s:
+                found = self._find(s, m, c, sc, t)
+                if found.kind == PARTITIONS_IN_STORE:
+                    return self.kept.get_in(s, m, c, sc, t, name)
+            return found.connector.get_partition(sc, t, name)
+
+    # ------------------------------------------------------------------ changes (structural)
+
+    def add(self, m: str, c: str, sc: str, t: str, partition: Partition, user: str) -> Partition:
+        def check(table: Any) -> Partition:
+            return partitions.for_table(partition, table.partitioning, f"{m}.{c}.{sc}.{t}")
+
+        def change(found: _Found, s: Session | None) -> Partition:
+            if s is not None:
+                return self.kept.add_in(s, m, c, sc, t, check, user)
+            scope = paths.scope_path(NameIdentifier.of(m, c, sc, t))
+            return found.connector.add_partition(sc, t, partition, fence=call_fence(scope))
+
+        added: Partition = self._structural(m, c, sc, t, change)
+        return added
+
+    def drop(self, m: str, c: str, sc: str, t: str, name: str, purge: bool = False) -> bool:
+        def change(found: _Found, s: Session | None) -> bool:
+            if s is not None:
+                return self.kept.drop_in(s, m, c, sc, t, name)
+            scope = paths.scope_path(NameIdentifier.of(m, c, sc, t))
+            return found.connector.drop_partition(sc, t, name, purge, fence=call_fence(scope))
+
+        dropped: bool = self._structural(m, c, sc, t, change, purge)
+        return dropped
+
+    def _structural(self, m: str, c: str, sc: str, t: str, change: Any, purge: bool = False) -> Any:
+        """Under the table scope's claim: one store transaction (the checks, the fence guard, and for a
+        store-kept partition the change itself), then for an engine-kept one the engine call."""
+        scope = NameIdentifier.of(m, c, sc, t)
+
+        def work() -> Any:
+            holder: dict[str, _Found] = {}
+
+            def look(s: Session) -> None:  # reads before the fence guard (EntityStore.write's prelude)
+                holder["found"] = found = self._find(s, m, c, sc, t, purge)
+                if found.kind == PARTITIONS_IN_ENGINE:
+                    require_lasting_claim()  # the engine call comes after this transaction
+
+            def in_store(s: Session) -> Any:
+                found = holder["found"]
+                return change(found, s) if found.kind == PARTITIONS_IN_STORE else None
+
+            with guard.last_write(lambda: holder["found"].kind == PARTITIONS_IN_STORE):
+                result = self.store.write(in_store, prelude=look)
+            found = holder["found"]
+            if found.kind == PARTITIONS_IN_STORE:
+                return result
+            failpoints.hit("partitions.before_engine", table=str(scope))
+            return change(found, None)
+
+        return self.coordinator.run_structural(scope, work)

@@ -1,0 +1,207 @@
+"""The repair of intents left open in the operation journal (docs/consistency.md §4: each rule and why).
+
+It runs under a structural claim related to the intent's scope (the next operation on that scope, or
+`repair_pending` under a claim on the intent's own scope), so the intent's holder has lost or ended its
+claim. What it must still rule out is a call of that holder landing in the engine after the repair
+looked. So it observes before it decides, and only once the observation is final:
+
+- fenced:    the repair's claim has a token ordered with the holder's (the same scope, or any related
+             scope once fences are ordered across scopes) and the engine checks fences: the repair first
+             makes the engine see its token (fence_barrier). A call of the old holder that has not landed
+             by then never will (StaleFence), so one observation after the barrier is final.
+- held:      no fence can keep the holder out (an engine that does not check fences, a claim without a
+             token, a repair on another scope while fences are per path): the first repair to hold the
+             scope records when (observed_at); the holder's claim had ended by then, and its calls end
+             on its side by its lease deadline, so the engine can still receive one for call_window_s().
+             "Not applied" is taken as final only when a later observation is that much later.
+- unclaimed: no cross-node claims (the distributed lock is off): the settle time since the intent was
+             recorded, as before (a request of another worker may still be running it).
+
+Decisions are keyed by the catalog's id: an intent whose catalog is gone is discarded, one whose catalog
+was renamed is moved to its scope under the new names, and an apply checks in its own transaction that
+the intent is still open and the id still carries the names it applies under (IntentSettled otherwise).
+One bad intent never stops the others: an unexpected failure marks it stuck and the repair goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import replace
+from functools import partial
+
+from connectors.base import Connector
+from gravimeta import errors, failpoints
+from gravimeta.concurrency.coordinator import (
+    Coordinator,
+    NeedsLastingClaim,
+    current_claim,
+    require_lasting_claim,
+)
+from gravimeta.dispatch.connector_cache import ConnectorCache
+from gravimeta.dispatch.engine_calls import call_fence, can_fence_out
+from gravimeta.dispatch.intent_records import Record, decode
+from gravimeta.dispatch.intents import APPLIED, NOT_APPLIED, Applied, steps
+from gravimeta.entities import NameIdentifier
+from gravimeta.store import EntityStore
+from gravimeta.store.journal import STUCK, Intent, IntentSettled, OperationJournal, catalog_names
+
+log = logging.getLogger(__name__)
+
+#: store errors that mean a roll-forward cannot be applied as journalled (a human must look)
+_UNAPPLIABLE = (errors.NotFound, errors.AlreadyExists, errors.IllegalArgument, errors.NonEmpty)
+#: errors about the repairer's own claim or the store itself: the whole repair must stop, not one intent
+_FATAL = (errors.FenceLost, errors.StoreUnavailable, NeedsLastingClaim)
+FENCED, HELD, WAITING, UNCLAIMED = "fenced", "held", "waiting", "unclaimed"
+
+
+class Repairer:
+    def __init__(self, store: EntityStore, coordinator: Coordinator, connectors: ConnectorCache,
+                 journal: OperationJournal, settle_ms: int):
+        self.store, self.coordinator, self.connectors = store, coordinator, connectors
+        self.journal, self.settle_ms = journal, settle_ms
+
+    def repair_pending(self, settle_s: float | None = None) -> Counter[str]:
+        """Repair every open intent, each under a claim on its own scope (`gravimeta repair`). A busy
+        scope is deferred; a scope whose repair fails is counted and the others still run."""
+        settle_ms = self.settle_ms if settle_s is None else int(settle_s * 1000)
+        outcomes: Counter[str] = Counter()
+        for path in sorted({i.scope_path for i in self.journal.pending()}):
+            scope = NameIdentifier(tuple(path.strip("/").split("/")))
+            try:
+                outcomes += self.coordinator.run_structural(scope, partial(self._repair_scope, path, settle_ms))
+            except (errors.ScopeBusy, errors.FenceLost) as exc:
+                log.warning("journal repair of %s deferred: %s", path, exc.message)
+                outcomes["deferred"] += 1
+            except Exception:  # noqa: BLE001 - one scope's failure must not stop the repair of the others
+                log.exception("journal repair of %s failed", path)
+                outcomes["failed"] += 1
+        return outcomes
+
+    def _repair_scope(self, path: str, settle_ms: int) -> Counter[str]:
+        return self.repair_all([i for i in self.journal.pending(path, settle_ms) if i.scope_path == path])
+
+    def repair_all(self, intents: list[Intent]) -> Counter[str]:
+        return Counter(self.repair(intent) for intent in intents)
+
+    def repair(self, intent: Intent) -> str:
+        """One intent's outcome: discarded, relabelled, unreachable, waiting, rolled forward, rolled back,
+        undone, settled elsewhere, stuck, or failed (an unexpected error, recorded on the intent)."""
+        try:
+            return self._repair(intent)
+        except _FATAL:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one bad intent must not block the others
+            log.exception("journal: repair of intent %s failed", intent.id)
+            self._stuck(intent, f"repair failed: {type(exc).__name__}: {exc}")
+            return "failed"
+
+    # ------------------------------------------------------------------ one intent
+
+    def _repair(self, intent: Intent) -> str:
+        record = decode(intent.operation, intent.catalog_id, intent.payload)
+        op = steps(record)
+        names = catalog_names(self.store, record.where.catalog_id)
+        if names is None:
+            log.warning("journal: dropping intent %s (%s): catalog #%s (%s.%s) is gone", intent.id, op.describe,
+                        record.where.catalog_id, record.where.metalake, record.where.catalog)
+            self.journal.discard(intent.id)
+            return "discarded"
+        prefix = f"/{names[0]}/{names[1]}"
+        if not (intent.scope_path == prefix or intent.scope_path.startswith(prefix + "/")):
+            return self._relabel(intent, record, prefix)
+        record = replace(record, where=replace(record.where, metalake=names[0], catalog=names[1]))
+        connector = self.connectors.for_catalog(self.store.get_catalog(*names))
+        if connector.process_local:
+            return self._stuck(intent, "its catalog's connector is process-local now: no engine to observe")
+        require_lasting_claim()  # observe, then apply: two steps the claim must cover together
+        try:
+            mode = self._mode(intent, connector)
+            seen = op.observe(connector, record)
+        except errors.StaleFence:
+            raise
+        except errors.GravitinoError as exc:
+            self.journal.note(intent.id, f"engine not observable: {exc.message}")
+            return "unreachable"
+        failpoints.hit("repair.before_decide", intent=intent.id, seen=seen, mode=mode)
+        if seen == APPLIED:
+            return self._roll_forward(intent, record, connector, mode)
+        if seen == NOT_APPLIED:
+            if mode == WAITING or (mode == UNCLAIMED and not intent.settled):
+                return "waiting"
+            self.journal.discard(intent.id)
+            log.info("journal: rolled %s (intent %s) back", op.describe, intent.id)
+            return "rolled back"
+        return self._stuck(intent, "engine shows neither the state before nor the state after")
+
+    def _mode(self, intent: Intent, connector: Connector) -> str:
+        """How final an observation made now is (see the module docstring)."""
+        claim = current_claim()
+        if claim is None:
+            return UNCLAIMED
+        if connector.checks_fences and can_fence_out(claim, intent.scope_path):
+            connector.fence_barrier(call_fence(claim.path))
+            return FENCED
+        self.journal.mark_observed(intent.id)
+        return HELD if self.journal.observed_for(intent.id, int(connector.call_window_s() * 1000)) else WAITING
+
+    def _roll_forward(self, intent: Intent, record: Record, connector: Connector, mode: str) -> str:
+        op = steps(record)
+        try:
+            _, already = self._apply(intent, record)
+        except IntentSettled as settled:
+            log.info("journal: intent %s needs no repair: %s", intent.id, settled)
+            return "settled elsewhere"
+        except errors.StoreRefused as exc:
+            return self._undo(intent, record, connector, exc)
+        except _UNAPPLIABLE as exc:
+            return self._stuck(intent, f"engine has the change, the store refuses it: {exc.message}")
+        if already is not None:  # made by another operation (or this intent's request just finished)
+            if mode == UNCLAIMED and not intent.settled:
+                return "waiting"  # its request may still be running: it must find the intent to answer 409
+            self.journal.discard(intent.id)
+        log.info("journal: rolled %s (intent %s) forward", op.describe, intent.id)
+        return "rolled forward"
+
+    def _apply(self, intent: Intent, record: Record) -> Applied:
+        strict = (record.where.catalog_id, record.where.metalake, record.where.catalog)
+        with self.journal.finishing(intent.id, strict=strict):
+            return steps(record).apply(self.store, record)
+
+    def _undo(self, intent: Intent, record: Record, connector: Connector, refused: errors.StoreRefused) -> str:
+        """The store proved it cannot hold the change: take the engine's change back and end the intent."""
+        op = steps(record)
+        if op.undo is None:
+            return self._stuck(intent, f"the engine applied the {op.describe}, which cannot be undone, and the "
+                                       f"store refuses it: {refused.message}")
+        try:
+            op.undo(connector, record, call_fence(intent.scope_path))
+        except errors.StaleFence:
+            raise
+        except errors.GravitinoError as exc:
+            return self._stuck(intent, f"the store refuses the {op.describe} ({refused.message}) and undoing it in "
+                                       f"the engine failed: {exc.message}")
+        self.journal.discard(intent.id)
+        log.warning("journal: undid %s (intent %s) in the engine: the store refuses it: %s", op.describe, intent.id,
+                    refused.message)
+        return "undone"
+
+    def _relabel(self, intent: Intent, record: Record, prefix: str) -> str:
+        """The catalog was renamed (or its metalake): move the intent to its scope under the new names;
+        the next repair there (under a claim on that scope) judges it."""
+        old = f"/{record.where.metalake}/{record.where.catalog}"
+        if not (intent.scope_path == old or intent.scope_path.startswith(old + "/")):
+            return self._stuck(intent, f"its scope {intent.scope_path} is not under its catalog's path {prefix}")
+        self.journal.move(intent.id, prefix + intent.scope_path[len(old):])
+        log.info("journal: intent %s moved from %s to %s (its catalog was renamed)", intent.id, old, prefix)
+        return "relabelled"
+
+    def _stuck(self, intent: Intent, detail: str) -> str:
+        log.error("journal: intent %s (%s) is stuck: %s", intent.id, intent.operation, detail)
+        try:
+            self.journal.note(intent.id, detail, state=STUCK)
+        except _FATAL:
+            raise
+        except Exception:  # noqa: BLE001 - the note is for operators; it must not hide the outcome
+            log.exception("journal: could not record that intent %s is stuck", intent.id)
+        return "stuck"

@@ -1,0 +1,29 @@
+"""What `gravimeta repair` checks and prints besides the repair itself (gravimeta/cli.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlalchemy import Engine
+
+from connectors.sqlite.paths import ROOT_ENV, catalog_root
+from gravimeta.store import server_settings
+from gravimeta.store.journal import OperationJournal
+
+
+def check_engine_roots(engine: Engine) -> str | None:
+    """Why this process must not judge engines (None: it may). Its sqlite catalog root must be the one
+    the servers recorded: with another root a catalog's file is missing (or another file is found), and
+    a repair would take that for what the engine has."""
+    recorded = server_settings.read(engine, server_settings.SQLITE_CATALOG_ROOT)
+    mine = str(catalog_root().resolve())
+    if recorded is None or recorded == mine:
+        return None
+    return (f"the sqlite catalog root here is {mine}, but the servers of this database use {recorded}. "
+            f"Run `gravimeta repair` with the servers' configuration (--config, {ROOT_ENV} or GRAVIMETA_HOME).")
+
+
+def print_open(journal: OperationJournal, echo: Callable[[str], object]) -> None:
+    for intent in journal.pending():
+        echo(f"open: #{intent.id} {intent.operation} {intent.scope_path} {intent.state} "
+             f"since {intent.created_at} by {intent.holder}: {intent.detail or ''}")

@@ -1,0 +1,160 @@
+"""Failpoints: named places in the code where a TEST can pause, delay or fail a process (DESIGN.md §10).
+
+A safety test has to reach the window it is about. A failpoint puts a name on a point between two steps
+(`failpoints.hit("claim.before_grant")`) so that a test can stop a real process exactly there, let
+another process run, and then let the first one go on. Off (the default, and always in service) a hit
+costs one truth test of a module global.
+
+Switched on only by the environment variable GRAVIMETA_FAILPOINTS_DIR (read once, by `configure()`,
+which create_app and the test child processes call): a directory through which the test and every
+process that has it talk with files, so that one test can drive several processes (gunicorn workers
+included) without any channel of their own.
+
+  <dir>/<name>            arms the point for every process; its content is the action
+  <dir>/<name>@<tag>      arms it only for processes whose GRAVIMETA_FAILPOINT_TAG is <tag>
+                          (the tests give each replica or child its own tag)
+
+Actions (the file's first line):
+  pause        write <dir>/<name>@<tag>.<pid>.reached (JSON: the hit's context), then wait until
+               <dir>/<name>@<tag>.<pid>.resume exists or the arming file (with `once`: the file it
+               was renamed to) is removed, at most PAUSE_LIMIT_S (a forgotten pause must not hang a
+               test run forever)
+  sleep <ms>   sleep that long
+  fail         raise FailpointError (an unexpected error, as a bug or a crash mid-step would be)
+  raise <Name> raise gravimeta.errors.<Name> with a message naming the failpoint
+  exit         os._exit(70): the process dies on the spot, as a kill -9 would leave it
+A second line `once` makes the first process that hits the point take the arming file (an atomic
+rename), so exactly one hit acts. tests/support/failpoints.py is the test side.
+
+The names in use are listed in FAILPOINTS below; `hit` refuses any other name (a typo in a test would
+otherwise arm a point that is never reached, and the test would pass for the wrong reason).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+ENV_DIR = "GRAVIMETA_FAILPOINTS_DIR"
+ENV_TAG = "GRAVIMETA_FAILPOINT_TAG"
+PAUSE_LIMIT_S = 120.0
+_POLL_S = 0.005
+
+#: every failpoint in the code, with where it sits; tests/unit/test_failpoints.py checks that each is hit
+#: somewhere in the source and that the source hits no other.
+FAILPOINTS: dict[str, str] = {
+    "claim.before_grant": "lease claim: the claim transaction is about to commit its grant",
+    "claim.after_grant": "lease claim: granted and committed, before the operation runs",
+    "renew.before_commit": "lease renewal: the UPDATE ran, its transaction has not committed",
+    "guard.after_lock": "fence guard: the claim row is locked and checked inside the store transaction",
+    "advisory.before_lock": "advisory claim: its transaction is open, the advisory locks not yet taken",
+    "advisory.after_lock": "advisory claim: the advisory locks are held",
+    "store.before_commit": "a guarded store write transaction ran its work and is about to commit",
+    "engine.before_call": "journalled operation: the intent is recorded, the engine call not yet sent",
+    "engine.after_call": "journalled operation: the engine call returned, the store step not yet run",
+    "import.before_store": "engine import: under the parent's claim, the engine described the object, nothing stored yet",
+    "repair.before_decide": "journal repair: the engine was observed, the decision not yet applied",
+    # edge (sqlite catalog locations, connectors/sqlite/paths.py)
+    "catalog.location_busy": "sqlite catalog create/alter: the root's location lock is held by another process",
+    "catalog.location_checked": "sqlite catalog create/alter: path checked free under the lock, not yet committed",
+    # owners (gravimeta/ownership)
+    "owner.after_lock": "set owner: the object's row is locked, the owner not yet looked up or written",
+    # tags, statistics, partitions (issue 18)
+    "tags.after_resolve": "tag association: the object's row is read (and locked) in its transaction, "
+                          "the association rows not yet written",
+    "statistics.before_write": "statistics update: the table row is read (and locked) in its transaction, "
+                               "the statistic rows not yet written",
+    "partitions.before_engine": "partition add/drop under the table's claim: the store's checks passed, "
+                                "the engine call not yet sent",
+    # engine (issue 15)
+    "sqlite.before_begin": "sqlite catalog: a mutating call has connected (deadline checked), its transaction not begun",
+    # ops (health, serving)
+    "node.before_beat": "node registry heartbeat: about to refresh this process's gm_node row",
+}
+
+
+class FailpointError(RuntimeError):
+    """The failure a `fail` action injects."""
+
+
+_dir: Path | None = None
+_tag = ""
+
+
+def configure(directory: str | None = None, tag: str | None = None) -> None:
+    """Read GRAVIMETA_FAILPOINTS_DIR / GRAVIMETA_FAILPOINT_TAG (or take them as arguments). Called once
+    per process by create_app and by the test children; without the variable, failpoints stay off."""
+    global _dir, _tag
+    raw = directory if directory is not None else os.environ.get(ENV_DIR)
+    _dir = Path(raw) if raw else None
+    _tag = tag if tag is not None else os.environ.get(ENV_TAG, "")
+
+
+def enabled() -> bool:
+    return _dir is not None
+
+
+def hit(name: str, **context: Any) -> None:
+    """Mark that this process reached failpoint `name`; act if a test armed it (see the module docstring)."""
+    if _dir is None:
+        return
+    if name not in FAILPOINTS:
+        raise KeyError(f"unknown failpoint {name!r}; add it to gravimeta.failpoints.FAILPOINTS")
+    _act(_dir, name, context)
+
+
+def _act(directory: Path, name: str, context: dict[str, Any]) -> None:
+    armed = _armed_file(directory, name)
+    if armed is None:
+        return
+    try:
+        lines = armed.read_text().split()
+    except FileNotFoundError:  # disarmed (or taken by another process) between the look and the read
+        return
+    if "once" in lines[1:]:
+        taken = armed.with_name(f"{armed.name}.taken.{os.getpid()}")
+        try:
+            os.rename(armed, taken)
+        except FileNotFoundError:
+            return  # another process took it first
+        armed = taken
+    action, args = (lines[0], lines[1:]) if lines else ("pause", [])
+    if action == "pause":
+        _pause(directory, name, armed, context)
+    elif action == "sleep":
+        time.sleep(int(args[0]) / 1000)
+    elif action == "fail":
+        raise FailpointError(f"failpoint {name} failed this step")
+    elif action == "raise":
+        from gravimeta import errors
+
+        raise getattr(errors, args[0])(f"failpoint {name} raised {args[0]}")
+    elif action == "exit":
+        os._exit(70)
+    else:
+        raise ValueError(f"failpoint {name}: unknown action {action!r}")
+
+
+def _armed_file(directory: Path, name: str) -> Path | None:
+    for candidate in ((directory / f"{name}@{_tag}") if _tag else None, directory / name):
+        if candidate is not None and candidate.exists():
+            return candidate
+    return None
+
+
+def _pause(directory: Path, name: str, armed: Path, context: dict[str, Any]) -> None:
+    stem = f"{name}@{_tag}.{os.getpid()}"
+    reached, resume = directory / f"{stem}.reached", directory / f"{stem}.resume"
+    tmp = directory / f".{stem}.tmp"
+    tmp.write_text(json.dumps({"pid": os.getpid(), "tag": _tag, **{k: str(v) for k, v in context.items()}}))
+    os.replace(tmp, reached)
+    deadline = time.monotonic() + PAUSE_LIMIT_S
+    while time.monotonic() < deadline:
+        if resume.exists() or not armed.exists():
+            break
+        time.sleep(_POLL_S)
+    for leftover in (reached, resume):
+        leftover.unlink(missing_ok=True)

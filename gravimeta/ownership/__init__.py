@@ -1,0 +1,13 @@
+"""Owners, and the users and groups of a metalake, like Gravitino's OwnerOperations, UserOperations and
+GroupOperations (docs/authorization.md).
+
+- models.py      the gm_owner and gm_principal tables (alembic 0009)
+- objects.py     Gravitino's metadata objects (`table` + `cat.sch.tbl`) as paths in the tree
+- store.py       reads and writes of owners and principals, each in one transaction
+- authorizer.py  who may alter, disable or drop an object when gravitino.authorization.enable=true
+- dispatcher.py  the owner and principal operations, with their in-use checks and lock choices
+
+An object's owner is its creator until someone sets another one; the row that records that is keyed by
+the object's id, so it follows renames, and the database deletes it with the object (ON DELETE CASCADE),
+whichever request or cascade deletes the object.
+"""

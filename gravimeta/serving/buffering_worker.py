@@ -1,0 +1,264 @@
+"""gunicorn's threaded worker (gthread), except that a thread takes a request only once it has arrived
+in full: headers and body are read by the worker's event loop, without blocking, into a buffer.
+
+Why: gthread hands every new connection to a thread of its pool (4 per worker by default), and the
+thread then reads the request with blocking calls. A client that sends its headers slowly keeps that
+thread for as long as it likes; an idle connection keeps one for 5 s before it is put back; 8 slow
+clients on a default `serve` (2 workers x 4 threads) left 4 of 5 normal requests unanswered, and 100
+idle connections stopped it. gunicorn's documentation asks for a buffering proxy in front for exactly
+this reason; this worker is that buffer, inside the worker, so `gravimeta serve` is safe on its own
+and the cluster's HAProxy is a second layer, not the only one (docs/operations.md, "Slow clients").
+
+How: `enqueue_req` (every place gthread hands a connection to the pool: accept, a kept-alive
+connection that became readable, bytes read ahead of the next request) instead registers the
+connection with the event loop; `_on_readable` reads what has arrived; once RequestBuffer says the
+request is complete, the connection goes to the pool with those bytes, which `handle` gives back to
+gunicorn's own parser before it reads from the socket. So gunicorn still parses and answers every
+request; this class only decides *when* a thread starts. Limits, all answered from the event loop
+without a thread: a request that has not fully arrived within REQUEST_TIMEOUT_S is closed (with 408
+if it had started); headers over MAX_HEAD_BYTES get 431; a body over the app's MAX_CONTENT_LENGTH gets
+413 (the same Gravitino error body as the app's own 413). `Expect: 100-continue` is answered here, so
+that clients send their body without waiting. Memory is bounded by worker_connections (1000) x
+(MAX_HEAD_BYTES + the body limit).
+
+Written against gunicorn 27's gthread (pyproject pins gunicorn>=27,<28).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import selectors
+import socket
+import time
+from functools import partial
+from typing import Any
+
+from gunicorn.workers.gthread import ThreadWorker
+
+REQUEST_TIMEOUT_S = 10.0
+MAX_HEAD_BYTES = 64 * 1024
+DEFAULT_MAX_BODY = 1024 * 1024
+READ_CHUNK = 64 * 1024
+
+
+class RequestBuffer:
+    """The bytes of one HTTP/1.x request as they arrive; says whether the request is complete."""
+
+    INCOMPLETE, COMPLETE, HEAD_TOO_LARGE, BODY_TOO_LARGE = "incomplete", "complete", "head", "body"
+
+    def __init__(self, initial: bytes, max_body: int):
+        self.data = bytearray(initial)
+        self.max_body = max_body
+        self.head_end = -1
+        self.content_length: int | None = None
+        self.chunked = False
+        self.expects_continue = False
+        self.continue_sent = False
+
+    def feed(self, chunk: bytes) -> str:
+        self.data += chunk
+        return self.state()
+
+    def state(self) -> str:
+        if self.head_end < 0:
+            end = self.data.find(b"\r\n\r\n")
+            if end < 0:
+                return self.HEAD_TOO_LARGE if len(self.data) > MAX_HEAD_BYTES else self.INCOMPLETE
+            self.head_end = end + 4
+            if self.head_end > MAX_HEAD_BYTES:
+                return self.HEAD_TOO_LARGE
+            self._read_head(bytes(self.data[:end]))
+        body = len(self.data) - self.head_end
+        if self.chunked:
+            return self._chunked_state()
+        if self.content_length is None:
+            return self.COMPLETE
+        if self.content_length > self.max_body:
+            return self.BODY_TOO_LARGE
+        return self.COMPLETE if body >= self.content_length else self.INCOMPLETE
+
+    def _read_head(self, head: bytes) -> None:
+        lines = head.split(b"\r\n")
+        http11 = lines[0].rstrip().endswith(b"HTTP/1.1")
+        for line in lines[1:]:
+            name, _, value = line.partition(b":")
+            name, value = name.strip().lower(), value.strip().lower()
+            if name == b"transfer-encoding":
+                self.chunked = value.split(b",")[-1].strip() == b"chunked"
+            elif name == b"content-length" and value.isdigit():
+                self.content_length = int(value)
+            elif name == b"expect" and value == b"100-continue" and http11:
+                self.expects_continue = True
+        # gunicorn's parser refuses ambiguous framing (both headers, bad values) once it gets the bytes
+
+    def _chunked_state(self) -> str:
+        pos, total = self.head_end, 0
+        while True:
+            line_end = self.data.find(b"\r\n", pos)
+            if line_end < 0:
+                return self.INCOMPLETE
+            size_text = bytes(self.data[pos:line_end]).split(b";")[0].strip()
+            try:
+                size = int(size_text, 16)
+            except ValueError:
+                return self.COMPLETE  # malformed: gunicorn's parser answers it at once
+            if size == 0:  # the last chunk; then trailer lines up to an empty line
+                if self.data.startswith(b"\r\n", line_end + 2) or self.data.find(b"\r\n\r\n", line_end) >= 0:
+                    return self.COMPLETE
+                return self.INCOMPLETE
+            total += size
+            if total > self.max_body:
+                return self.BODY_TOO_LARGE
+            pos = line_end + 2 + size + 2
+            if pos > len(self.data):
+                return self.INCOMPLETE
+
+    def without_expect(self) -> bytes:
+        """The bytes with the Expect header removed (its 100 Continue was already sent from here)."""
+        head = bytes(self.data[: self.head_end]).split(b"\r\n")
+        kept = [line for line in head if line.partition(b":")[0].strip().lower() != b"expect"]
+        return b"\r\n".join(kept) + bytes(self.data[self.head_end:])
+
+
+class BufferingThreadWorker(ThreadWorker):  # type: ignore[misc]
+    """gthread that reads each request in full before a thread takes it (module docstring)."""
+
+    request_timeout_s = REQUEST_TIMEOUT_S
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.reading: dict[Any, float] = {}  # connection -> deadline, in deadline order
+
+    # ------------------------------------------------------------------ gthread's hand-over points
+
+    def enqueue_req(self, conn: Any) -> None:
+        """Every request goes through the buffer first; a thread gets it in _hand_over."""
+        leftover = conn.parser.unreader.take_buffered() if conn.parser is not None else b""
+        conn.gm_buffer = RequestBuffer(leftover, self._max_body())
+        conn.sock.setblocking(False)
+        self.reading[conn] = time.monotonic() + self.request_timeout_s
+        if leftover and self._settle(conn, conn.gm_buffer.state(), registered=False):
+            return
+        # Usually the bytes are there already (a kept-alive connection the poller just woke, a client
+        # that sent its request with the connect): read them now rather than after one more select.
+        if not self._read(conn, registered=False):
+            self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._on_readable, conn))
+
+    def handle(self, conn: Any) -> Any:
+        """Runs in a pool thread: give the parser the bytes the event loop read, then let gthread go on."""
+        data = conn.__dict__.pop("gm_request", None)
+        conn.data_ready = True  # never wait for more data here: the request is complete
+        if data:
+            try:
+                conn.sock.setblocking(True)
+                conn.init()
+            except OSError:
+                return False
+            conn.parser.unreader.unread(data)
+        return super().handle(conn)
+
+    def murder_pending(self) -> None:
+        """Also close requests that did not arrive in time (and, when stopping, connections that sent nothing)."""
+        super().murder_pending()
+        now = time.monotonic()
+        for conn, deadline in list(self.reading.items()):
+            idle_at_stop = not self.alive and not conn.gm_buffer.data
+            if deadline > now and not idle_at_stop:
+                if self.alive:
+                    break  # in deadline order: the rest are later
+                continue
+            started = bool(conn.gm_buffer.data)
+            self._drop(conn, _simple(408, "Request Timeout", "The request did not arrive in time") if started else None)
+
+    # ------------------------------------------------------------------ the event loop's side
+
+    def _on_readable(self, conn: Any, _sock: Any) -> None:
+        self._read(conn, registered=True)
+
+    def _read(self, conn: Any, registered: bool) -> bool:
+        """Read what has arrived; True when the connection left the event loop (see _settle)."""
+        try:
+            chunk = conn.sock.recv(READ_CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            self._drop(conn)
+            return True
+        if not chunk:  # the client went away before its request was complete
+            self._drop(conn)
+            return True
+        return self._settle(conn, conn.gm_buffer.feed(chunk), registered=registered)
+
+    def _settle(self, conn: Any, state: str, registered: bool) -> bool:
+        """Act on the buffer's state: True when the connection left the event loop (handed to a thread,
+        or answered and closed), False when more bytes are needed."""
+        buffer: RequestBuffer = conn.gm_buffer
+        if state == RequestBuffer.INCOMPLETE:
+            if buffer.expects_continue and not buffer.continue_sent:
+                buffer.continue_sent = True
+                _send_quietly(conn.sock, b"HTTP/1.1 100 Continue\r\n\r\n")
+            return False
+        del self.reading[conn]
+        if registered:  # before a thread may close the socket
+            self.poller.unregister(conn.sock)
+        if state == RequestBuffer.COMPLETE:
+            conn.gm_request = buffer.without_expect() if buffer.continue_sent else bytes(buffer.data)
+            del conn.gm_buffer
+            ThreadWorker.enqueue_req(self, conn)
+        elif state == RequestBuffer.HEAD_TOO_LARGE:
+            self._close(conn, _simple(431, "Request Header Fields Too Large", "The request headers are too large"))
+        else:
+            self._close(conn, _error_413(self._max_body()))
+        return True
+
+    def _drop(self, conn: Any, answer: bytes | None = None) -> None:
+        self.reading.pop(conn, None)
+        try:
+            self.poller.unregister(conn.sock)
+        except (KeyError, ValueError, OSError):
+            pass
+        self._close(conn, answer)
+
+    def _close(self, conn: Any, answer: bytes | None) -> None:
+        if answer:
+            _send_quietly(conn.sock, answer)
+        self.nr_conns -= 1
+        conn.close()
+
+    def _max_body(self) -> int:
+        config = getattr(self.wsgi, "config", None) or {}
+        return int(config.get("MAX_CONTENT_LENGTH") or DEFAULT_MAX_BODY)
+
+
+def configured(request_timeout_s: float) -> type[BufferingThreadWorker]:
+    """The worker class with its request timeout (gunicorn takes a class as worker_class)."""
+    return type("BufferingThreadWorker", (BufferingThreadWorker,), {"request_timeout_s": request_timeout_s})
+
+
+def _send_quietly(sock: socket.socket, data: bytes) -> None:
+    """Best effort on a non-blocking socket: a small answer fits the send buffer; a client that does
+    not read it loses it."""
+    try:
+        sock.send(data)
+    except OSError as exc:
+        if exc.errno not in (errno.EAGAIN, errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN):
+            raise
+
+
+def _simple(status: int, reason: str, message: str) -> bytes:
+    return _response(status, reason, {"code": 1001, "type": "IllegalArgumentException", "message": message,
+                                      "stack": None})
+
+
+def _error_413(limit: int) -> bytes:
+    # the same body the app's own 413 handler gives (gravimeta/api/errors.py)
+    return _response(413, "Request Entity Too Large", {
+        "code": 1001, "type": "IllegalArgumentException",
+        "message": f"The request body is larger than the limit of {limit} bytes", "stack": None})
+
+
+def _response(status: int, reason: str, body: dict[str, Any]) -> bytes:
+    payload = json.dumps(body).encode()
+    return (f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
+            f"Connection: close\r\n\r\n").encode() + payload

@@ -1,0 +1,656 @@
+"""A bounded randomized soak with a nemesis (issue 14): 3 gunicorn replicas on one fresh database, the
+distributed lock ON with a short lease, a mixed structural workload, faults at random, and the history
+checker (gravimeta/demo/history.py) on the final state.
+
+    python -m tests.chaos.soak --db postgresql|mysql --seconds N --seed S --lock LEASE_TABLE|PG_ADVISORY|AUTO
+
+The world: two metalakes (identities MA, MB), MA with a memory, a sqlite and a hive catalog (a hive stub
+process), MB with a sqlite and a memory catalog, each with schemas s0..s2. Every metalake and catalog
+carries its identity in its comment, so a name can always be mapped back to the object it names.
+
+- Workload threads send to random replicas (directly, so conflicting requests run on different nodes):
+  table creates, drops, renames (same and cross schema), table property updates, schema creates and
+  cascade drops, each on a catalog picked by identity and addressed by its current name.
+- A structure thread swaps catalog names inside a metalake and swaps the two metalakes' names (each swap
+  is three renames through a temporary name), then reads the names back from the API: it knows which
+  identity each (metalake, catalog) name denoted over time.
+- The nemesis SIGSTOPs a worker past the lease TTL and SIGCONTs it, kill -9s a worker (gunicorn starts a
+  new one), slows the hive stub down, and arms a random failpoint (gravimeta/failpoints.py: sleep, pause,
+  fail, raise ScopeBusy, exit) in one replica or all.
+
+At the end: every fault is lifted, `gravimeta repair` settles open journal intents, the final state of
+every catalog is read three ways (API, SQL, the engine for sqlite and hive), and the checker runs on
+the history attributed to identities. An operation whose interval overlapped a rename of its name may
+have hit either object: it counts as a possible removal in each (never as an acknowledged create:
+those are checked only when unambiguous). Because kill -9 leaves outcomes unknown, the checker runs with
+`uncertain_may_apply` (an uncertain removal may explain a missing result); the strict verdict is printed
+too, for information. Latencies are collected per request (p50/p99/max, count over 3 s).
+
+Replay: the seed is printed first; the interleaving still depends on timing, the choices do not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from gravimeta.demo.client import Recorder, Replica, catalog_path
+from gravimeta.demo.history import DEFINITE_FAILURE_TYPES, CatalogState, History, Op, Report, Violation, check
+from gravimeta.demo.state import MEMORY_NOTE, read_api, read_sql, read_sqlite_engine
+from gravimeta.store.database import create_store_engine
+from tests.connectors.stub_process import StubProcess
+from tests.support.databases import fresh_database
+from tests.support.failpoints import Failpoints
+from tests.support.servers import ServerProcess
+
+SCHEMAS = ("s0", "s1", "s2")
+TABLES = ("t0", "t1", "t2", "t3")
+LOCKS = ("LEASE_TABLE", "PG_ADVISORY", "AUTO")
+#: (metalake identity, initial name, [(catalog identity, provider, initial name)])
+WORLD = (("MA", "ma", (("MA.memory", "memory", "c0"), ("MA.sqlite", "sqlite", "c1"), ("MA.hive", "hive", "c2"))),
+         ("MB", "mb", (("MB.sqlite", "sqlite", "c0"), ("MB.memory", "memory", "c1"))))
+REMOVALS = ("drop_table", "drop_schema", "rename_table")
+SLOW_S = 3.0
+#: failpoints the nemesis fires, and what it makes them do
+NEMESIS_POINTS = ("claim.before_grant", "claim.after_grant", "renew.before_commit", "guard.after_lock",
+                  "advisory.before_lock", "advisory.after_lock", "store.before_commit", "engine.before_call",
+                  "engine.after_call", "sqlite.before_begin", "node.before_beat")
+NEMESIS_ACTIONS = ("sleep 300", "sleep 2500", "pause", "fail", "raise ScopeBusy", "exit")
+
+
+@dataclass
+class SoakConfig:
+    db: str = "postgresql"
+    seconds: float = 60.0
+    seed: int | None = None
+    lock: str = "AUTO"
+    replicas: int = 3
+    workers: int = 2
+    threads: int = 6
+    ttl_ms: int = 1500
+    nemesis: bool = True
+    structure: bool = True
+    progress_every_s: float = 5.0
+    work_dir: Path | None = None
+    say: Callable[[str], None] = print
+
+
+@dataclass
+class Latency:
+    kind: str
+    seconds: float
+    status: int | None
+
+
+@dataclass
+class SoakResult:
+    seed: int
+    report: Report
+    strict: Report
+    latencies: list[Latency]
+    nemesis: Counter[str]
+    ambiguous: int
+    repair: str
+    elapsed: float
+    refusals: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def ok(self) -> bool:
+        return self.report.ok
+
+
+def latency_summary(latencies: list[Latency], kinds: tuple[str, ...] | None = None) -> dict[str, float]:
+    values = sorted(x.seconds for x in latencies if kinds is None or x.kind in kinds)
+    if not values:
+        return {"n": 0, "p50": 0.0, "p99": 0.0, "max": 0.0, "over_3s": 0}
+
+    def pct(p: float) -> float:
+        return values[min(len(values) - 1, int(p * len(values)))]
+
+    return {"n": len(values), "p50": pct(0.50), "p99": pct(0.99), "max": values[-1],
+            "over_3s": sum(1 for v in values if v > SLOW_S)}
+
+
+# ------------------------------------------------------------------------------------- names over time
+
+
+@dataclass
+class Snapshot:
+    since: float
+    until: float | None
+    names: dict[tuple[str, str], str]
+
+
+class Names:
+    """Which catalog identity each (metalake, catalog) name denoted over time. One writer (the structure
+    thread): a change covers [start of its first rename, the moment the new names were read back]."""
+
+    def __init__(self, names: dict[tuple[str, str], str]):
+        self._lock = threading.Lock()
+        self.snapshots = [Snapshot(0.0, None, dict(names))]
+
+    def current(self, identity: str) -> tuple[str, str] | None:
+        with self._lock:
+            for name, ident in self.snapshots[-1].names.items():
+                if ident == identity:
+                    return name
+        return None
+
+    def names(self) -> dict[tuple[str, str], str]:
+        with self._lock:
+            return dict(self.snapshots[-1].names)
+
+    def changed(self, began: float, names: dict[tuple[str, str], str]) -> None:
+        with self._lock:
+            self.snapshots[-1].until = time.monotonic()
+            self.snapshots.append(Snapshot(began, None, dict(names)))
+
+    def candidates(self, name: tuple[str, str], start: float, end: float | None) -> set[str]:
+        end = end if end is not None else time.monotonic()
+        with self._lock:
+            return {s.names[name] for s in self.snapshots
+                    if name in s.names and s.since <= end and (s.until is None or s.until >= start)}
+
+
+# ------------------------------------------------------------------------------------------- the world
+
+
+@dataclass
+class World:
+    cfg: SoakConfig
+    db_url: str
+    tmp: Path
+    rng: random.Random
+    servers: list[ServerProcess] = field(default_factory=list)
+    replicas: list[Replica] = field(default_factory=list)
+    history: History = field(default_factory=History)
+    op_names: dict[int, tuple[str, str]] = field(default_factory=dict)
+    latencies: list[Latency] = field(default_factory=list)
+    nemesis_counts: Counter[str] = field(default_factory=Counter)
+    stop: threading.Event = field(default_factory=threading.Event)
+    providers: dict[str, tuple[str, dict[str, str]]] = field(default_factory=dict)
+    stub: StubProcess | None = None
+    fp: Failpoints | None = None
+    names: Names | None = None
+    _lat_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def sqlite_root(self) -> Path:
+        return self.tmp / "sqlite-root"
+
+    def server_env(self, name: str) -> dict[str, str]:
+        assert self.fp is not None
+        return {"GRAVIMETA_DISTRIBUTED_LOCK": "true", "GRAVIMETA_DISTRIBUTED_LOCK_BACKEND": self.cfg.lock,
+                "GRAVIMETA_LEASE_TTL_MS": str(self.cfg.ttl_ms), "GRAVIMETA_NODE_ID": name,
+                "GRAVIMETA_SQLITE_CATALOG_ROOT": str(self.sqlite_root), **self.fp.env(name)}
+
+    def record(self, kind: str, seconds: float, status: int | None) -> None:
+        with self._lat_lock:
+            self.latencies.append(Latency(kind, seconds, status))
+
+    def request(self, replica: Replica, kind: str, method: str, path: str, body: Any = None) -> tuple[int | None, Any]:
+        began = time.monotonic()
+        try:
+            status, payload = replica.request(method, path, body)
+        except Exception as exc:  # noqa: BLE001 - no answer: recorded as such
+            self.record(kind, time.monotonic() - began, None)
+            return None, {"error": f"{type(exc).__name__}: {exc}"}
+        self.record(kind, time.monotonic() - began, status)
+        return status, payload
+
+    def recorded(self, op: Op) -> Op:
+        if op.end is not None:
+            self.record(op.kind, op.end - op.start, op.status)
+        return op
+
+    def any_replica(self, method: str, path: str, body: Any = None, timeout: float = 90.0) -> Any:
+        """A request that must succeed (setup, reading names back): retried on replicas in turn."""
+        deadline = time.monotonic() + timeout
+        last: Any = None
+        while time.monotonic() < deadline:
+            replica = self.rng.choice(self.replicas)
+            try:
+                status, payload = replica.request(method, path, body)
+            except Exception as exc:  # noqa: BLE001 - retried
+                last = exc
+                time.sleep(0.2)
+                continue
+            if status == 200:
+                return payload
+            last = (status, payload)
+            time.sleep(0.2)
+        raise RuntimeError(f"{method} {path} did not succeed within {timeout}s: {last}")
+
+    def read_names(self) -> dict[tuple[str, str], str]:
+        names: dict[tuple[str, str], str] = {}
+        for metalake in self.any_replica("GET", "/api/metalakes")["metalakes"]:
+            if metalake.get("comment") not in ("MA", "MB"):
+                continue
+            body = self.any_replica("GET", f"/api/metalakes/{quote(metalake['name'], safe='')}/catalogs?details=true")
+            for catalog in body["catalogs"]:
+                names[(metalake["name"], catalog["name"])] = catalog["comment"]
+        return names
+
+
+def _descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            with open(f"/proc/{current}/task/{current}/children") as f:
+                children = [int(c) for c in f.read().split()]
+        except OSError:
+            continue
+        found += children
+        todo += children
+    return found
+
+
+def worker_pids(server: ServerProcess) -> list[int]:
+    """The gunicorn workers of a replica: the processes under its master."""
+    if server.process is None or server.process.poll() is not None:
+        return []
+    return _descendants(server.process.pid)
+
+
+# ------------------------------------------------------------------------------------------------ setup
+
+
+def setup(world: World) -> None:
+    initial: dict[tuple[str, str], str] = {}
+    for ml_ident, ml_name, catalogs in WORLD:
+        world.any_replica("POST", "/api/metalakes", {"name": ml_name, "comment": ml_ident, "properties": {}})
+        for ident, provider, name in catalogs:
+            if provider == "sqlite":
+                properties = {"path": f"soak/{ident}.db"}
+            elif provider == "hive":
+                assert world.stub is not None
+                properties = {"metastore.uris": world.stub.uri}
+            else:
+                properties = {}
+            world.any_replica("POST", f"/api/metalakes/{ml_name}/catalogs", {
+                "name": name, "type": "relational", "provider": provider, "comment": ident,
+                "properties": properties})
+            world.providers[ident] = (provider, properties)
+            initial[(ml_name, name)] = ident
+            for schema in SCHEMAS:
+                world.any_replica("POST", f"{catalog_path(ml_name, name)}/schemas",
+                                  {"name": schema, "comment": None, "properties": {}})
+    world.names = Names(initial)
+
+
+# --------------------------------------------------------------------------------------------- workload
+
+
+def workload(world: World, index: int) -> None:
+    rng = random.Random(world.rng.random() + index)
+    names = world.names
+    assert names is not None
+    identities = sorted(world.providers)
+    kinds = ("create_table",) * 6 + ("drop_table",) * 3 + ("rename_table",) * 4 + ("set_property",) * 3 + \
+            ("create_schema",) * 2 + ("drop_schema",)
+    while not world.stop.is_set():
+        name = names.current(rng.choice(identities))
+        if name is None:
+            time.sleep(0.05)
+            continue
+        metalake, catalog = name
+        replica = rng.choice(world.replicas)
+        rec = Recorder(world.history, metalake)
+        s, s2 = rng.sample(SCHEMAS, 2)
+        t, t2 = rng.sample(TABLES, 2)
+        kind = rng.choice(kinds)
+        if kind == "set_property":
+            path = f"{catalog_path(metalake, catalog)}/schemas/{s}/tables/{t}"
+            world.request(replica, kind, "PUT", path,
+                          {"updates": [{"@type": "setProperty", "property": "soak", "value": str(rng.random())}]})
+            continue
+        if kind == "create_table":
+            op = rec.create_table(replica, catalog, s, t)
+        elif kind == "drop_table":
+            op = rec.drop_table(replica, catalog, s, t)
+        elif kind == "rename_table":
+            op = rec.rename_table(replica, catalog, s, t, s2 if rng.random() < 0.4 else s, t2)
+        elif kind == "create_schema":
+            op = rec.create_schema(replica, catalog, s)
+        else:
+            op = rec.drop_schema(replica, catalog, s, cascade=True)
+        world.op_names[op.id] = name
+        world.recorded(op)
+
+
+def _rename(world: World, kind: str, path: str, new_name: str) -> str:
+    """One rename; "ok", "failed" (definitely not applied) or "uncertain"."""
+    status, body = world.request(world.rng.choice(world.replicas), kind, "PUT", path,
+                                 {"updates": [{"@type": "rename", "newName": new_name}]})
+    if status == 200:
+        return "ok"
+    if status is not None and (status < 500 or (body or {}).get("type") in DEFINITE_FAILURE_TYPES):
+        return "failed"
+    return "uncertain"
+
+
+def structure(world: World) -> None:
+    """Swap catalog names inside a metalake, or the two metalakes' names (three renames each). The names
+    after a swap follow from the answers; after an uncertain answer they are read back from the API."""
+    rng = random.Random(world.rng.random())
+    names = world.names
+    assert names is not None
+    while not world.stop.wait(rng.uniform(0.5, 2.0)):
+        current = names.names()
+        began = time.monotonic()
+        tmp = f"tmp{uuid.uuid4().hex[:6]}"
+        metalakes = sorted({m for m, _ in current})
+        outcome = "ok"
+        if rng.random() < 0.7:
+            metalake = rng.choice(metalakes)
+            catalogs = sorted(c for m, c in current if m == metalake)
+            if len(catalogs) < 2:
+                continue
+            a, b = rng.sample(catalogs, 2)
+            for old, new in [(a, tmp), (b, a), (tmp, b)]:
+                outcome = _rename(world, "rename_catalog", catalog_path(metalake, old), new)
+                if outcome != "ok":
+                    break
+                current[(metalake, new)] = current.pop((metalake, old))
+        elif len(metalakes) >= 2:
+            a, b = metalakes[:2]
+            for old, new in [(a, tmp), (b, a), (tmp, b)]:
+                outcome = _rename(world, "rename_metalake", f"/api/metalakes/{quote(old, safe='')}", new)
+                if outcome != "ok":
+                    break
+                current = {((new if m == old else m), c): ident for (m, c), ident in current.items()}
+        if outcome == "uncertain":
+            current = world.read_names()
+        names.changed(began, current)
+
+
+# ---------------------------------------------------------------------------------------------- nemesis
+
+
+def nemesis(world: World) -> None:
+    rng = random.Random(world.rng.random())
+    assert world.fp is not None and world.stub is not None
+    ttl_s = world.cfg.ttl_ms / 1000
+    while not world.stop.wait(rng.uniform(0.5, 2.0)):
+        action = rng.choice(("stop", "stop", "kill", "hive", "failpoint", "failpoint", "failpoint"))
+        index = rng.randrange(len(world.servers))
+        server = world.servers[index]
+        try:
+            if action in ("stop", "kill"):
+                pids = worker_pids(server)
+                if not pids:
+                    continue
+                pid = rng.choice(pids)
+                if action == "kill":
+                    os.kill(pid, signal.SIGKILL)
+                else:
+                    os.kill(pid, signal.SIGSTOP)
+                    try:
+                        world.stop.wait(rng.uniform(0.3, 2 * ttl_s + 0.5))
+                    finally:
+                        os.kill(pid, signal.SIGCONT)
+            elif action == "hive":
+                world.stub.fault("latency", ms=rng.choice((100, 500, 1200)))
+                world.stop.wait(rng.uniform(1.0, 4.0))
+                world.stub.clear_faults()
+            else:
+                point, what = rng.choice(NEMESIS_POINTS), rng.choice(NEMESIS_ACTIONS)
+                tag = world.replicas[index].name if rng.random() < 0.7 else ""
+                world.fp.arm(point, what, tag=tag)
+                action = f"fp {point} {what}"
+                world.stop.wait(rng.uniform(0.5, 3.0))
+                world.fp.clear()
+        except (ProcessLookupError, OSError):
+            continue
+        world.nemesis_counts[action.split(" ")[0] if not action.startswith("fp") else "failpoint"] += 1
+
+
+def lift_faults(world: World) -> None:
+    for server in world.servers:
+        for pid in worker_pids(server):
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+    if world.fp is not None:
+        world.fp.clear()
+    if world.stub is not None:
+        try:
+            world.stub.clear_faults()
+        except OSError:
+            pass
+
+
+# ------------------------------------------------------------------------------------------------ check
+
+
+def repair(world: World) -> str:
+    env = {**os.environ, **world.server_env("soak-repair")}
+    env.pop("GRAVIMETA_FAILPOINTS_DIR", None)
+    done = subprocess.run([sys.executable, "-m", "gravimeta", "--store-url", world.db_url, "repair",
+                           "--settle-seconds", "0"], env=env, capture_output=True, text=True, timeout=120)
+    return (done.stdout + done.stderr).strip()
+
+
+def final_state(world: World) -> dict[str, CatalogState]:
+    engine = create_store_engine(world.db_url)
+    states: dict[str, CatalogState] = {}
+    try:
+        replica = world.replicas[0]
+        for (metalake, catalog), ident in sorted(world.read_names().items()):
+            provider, properties = world.providers[ident]
+            state = CatalogState(provider)
+            read_api(replica, metalake, catalog, state)
+            read_sql(engine, metalake, catalog, state)
+            if provider == "sqlite":
+                state.engine = read_sqlite_engine(world.sqlite_root / properties["path"])
+            elif provider == "hive":
+                state.engine = read_hive(world)
+            else:
+                state.engine_note = MEMORY_NOTE
+            states[ident] = state
+    finally:
+        engine.dispose()
+    return states
+
+
+def read_hive(world: World) -> dict[str, list[str]]:
+    assert world.stub is not None
+    result: dict[str, list[str]] = {}
+    status, body = world.stub.raw("GET", "/databases")
+    assert status == 200, body
+    for database in body["databases"]:
+        status, tables = world.stub.raw("GET", f"/databases/{quote(database, safe='')}/tables")
+        result[database] = sorted(tables.get("tables", [])) if status == 200 else []
+    return result
+
+
+def attribute(world: World) -> tuple[list[Op], int]:
+    """Each recorded op on the catalog identity its name denoted; an ambiguous one (its interval overlaps
+    a rename of its name) only as a possible removal in each candidate. Returns (ops, ambiguous count)."""
+    assert world.names is not None
+    out: list[Op] = []
+    ambiguous = 0
+    for op in world.history.ops:
+        name = world.op_names.get(op.id)
+        if name is None:
+            continue
+        candidates = sorted(world.names.candidates(name, op.start, op.end))
+        if len(candidates) == 1:
+            out.append(replace(op, catalog=candidates[0]))
+            continue
+        if not candidates:
+            continue  # the name denoted no catalog: a 404 (an acknowledged one is listed by nothing)
+        ambiguous += 1
+        if op.kind in REMOVALS and op.outcome in ("ok", "uncertain"):
+            removal = "drop_table" if op.kind == "rename_table" else op.kind
+            out += [replace(op, catalog=c, kind=removal, new_schema=None, new_name=None) for c in candidates]
+    return out, ambiguous
+
+
+def unresolved_names(world: World) -> list[str]:
+    """Acknowledged operations whose name denoted no catalog at any time of their interval."""
+    assert world.names is not None
+    found = []
+    for op in world.history.ops:
+        name = world.op_names.get(op.id)
+        if name is not None and op.outcome == "ok" and not world.names.candidates(name, op.start, op.end):
+            found.append(f"{op.describe()} on {name[0]}.{name[1]}, a name that denoted no catalog then")
+    return found
+
+
+# -------------------------------------------------------------------------------------------------- run
+
+
+@contextmanager
+def _cluster(cfg: SoakConfig, rng: random.Random) -> Iterator[World]:
+    with ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="soak-", dir=cfg.work_dir)))
+        db_url = stack.enter_context(fresh_database(cfg.db, tmp))
+        world = World(cfg, db_url, tmp, rng)
+        world.sqlite_root.mkdir()
+        world.fp = Failpoints(tmp / "failpoints")
+        world.stub = StubProcess(tmp / "hive-stub").start()
+        stack.callback(world.stub.stop)
+
+        def stop_servers() -> None:
+            lift_faults(world)
+            for server in world.servers:
+                server.stop(timeout=10)
+
+        stack.callback(stop_servers)
+        for i in range(cfg.replicas):
+            name = f"r{i + 1}"
+            server = ServerProcess(db_url, workers=cfg.workers, log_path=tmp / f"{name}.log", env=world.server_env(name))
+            world.servers.append(server)
+            server.start(timeout=60)
+            world.replicas.append(Replica(server.url, name, timeout=60))
+        try:
+            yield world
+        except BaseException:
+            cfg.say(f"[soak] logs kept in {tmp}.kept")
+            subprocess.run(["cp", "-r", str(tmp), f"{tmp}.kept"], check=False)
+            raise
+
+
+def run(cfg: SoakConfig) -> SoakResult:
+    seed = cfg.seed if cfg.seed is not None else random.randrange(1 << 31)
+    say = cfg.say
+    args = f"--db {cfg.db} --lock {cfg.lock} --seconds {cfg.seconds:g} --seed {seed}" + \
+        ("" if cfg.nemesis else " --no-nemesis")
+    say(f"[soak] seed {seed} (replay: python -m tests.chaos.soak {args})")
+    rng = random.Random(seed)
+    with _cluster(cfg, rng) as world:
+        setup(world)
+        say(f"[soak] {cfg.replicas} replicas x {cfg.workers} workers on {cfg.db}, lock ON ({cfg.lock}), "
+            f"lease TTL {cfg.ttl_ms} ms, nemesis {'ON' if cfg.nemesis else 'OFF'}")
+        started = time.monotonic()
+        threads = [threading.Thread(target=workload, args=(world, i), daemon=True) for i in range(cfg.threads)]
+        if cfg.structure:
+            threads.append(threading.Thread(target=structure, args=(world,), daemon=True))
+        chaos = threading.Thread(target=nemesis, args=(world,), daemon=True) if cfg.nemesis else None
+        for thread in threads + ([chaos] if chaos else []):
+            thread.start()
+        deadline = started + cfg.seconds
+        while time.monotonic() < deadline:
+            world.stop.wait(min(cfg.progress_every_s, max(0.0, deadline - time.monotonic())))
+            say(progress_line(world, started))
+        world.stop.set()
+        if chaos is not None:
+            chaos.join(15)
+        lift_faults(world)
+        for thread in threads:
+            thread.join(90)
+        elapsed = time.monotonic() - started
+        say(progress_line(world, started) + "  (load stopped)")
+        for server in world.servers:
+            server.wait_ready(60)
+        settled = repair(world)
+        say(f"[soak] {settled}")
+        state = final_state(world)
+        ops, ambiguous = attribute(world)
+        report = check(ops, state, uncertain_may_apply=True)
+        report.outcomes = Counter(op.outcome for op in world.history.ops)
+        report.violations += [Violation("lost-write", "?", detail) for detail in unresolved_names(world)]
+        tracked, final = world.names.names() if world.names else {}, world.read_names()
+        if tracked != final:
+            report.violations.append(Violation("lost-write", "?", f"the names the rename answers imply "
+                                               f"{sorted(tracked.items())} are not the final names {sorted(final.items())}"))
+        strict = check(ops, state)
+        refusals = Counter(f"{op.status} {(op.body or {}).get('type', '')}".strip() for op in world.history.ops
+                       if op.outcome in ("failed", "uncertain"))
+    return SoakResult(seed, report, strict, list(world.latencies), Counter(world.nemesis_counts), ambiguous,
+                      settled, elapsed, refusals)
+
+
+def progress_line(world: World, started: float) -> str:
+    outcomes = world.history.outcomes()
+    lat = latency_summary(list(world.latencies))
+    nem = " ".join(f"{k} {v}" for k, v in sorted(world.nemesis_counts.items())) or "-"
+    busy = sum(1 for op in list(world.history.ops) if op.body and op.body.get("type") == "ScopeBusyException")
+    return (f"[soak] {time.monotonic() - started:6.1f}s  requests {lat['n']:>5}  ok {outcomes.get('ok', 0):>4} "
+            f"noop {outcomes.get('noop', 0):>3} refused {outcomes.get('failed', 0):>4} "
+            f"uncertain {outcomes.get('uncertain', 0):>3} (busy {busy})  p99 {lat['p99']:.2f}s max {lat['max']:.2f}s "
+            f">3s {lat['over_3s']}  nemesis: {nem}")
+
+
+def slow_requests(latencies: list[Latency]) -> str:
+    """The requests over SLOW_S by kind and answer, e.g. "rename_catalog 503 x2"."""
+    slow = Counter(f"{x.kind} {x.status if x.status is not None else 'no answer'}" for x in latencies
+                   if x.seconds > SLOW_S)
+    return ", ".join(f"{k} x{n}" for k, n in slow.most_common()) or "none"
+
+
+def render(result: SoakResult) -> str:
+    lat = latency_summary(result.latencies)
+    by_kind = Counter(x.kind for x in result.latencies)
+    lines = [f"[soak] seed {result.seed}: {len(result.latencies)} requests in {result.elapsed:.1f}s "
+             f"({', '.join(f'{k} {n}' for k, n in sorted(by_kind.items()))})",
+             f"[soak] latency p50 {lat['p50']:.3f}s p99 {lat['p99']:.3f}s max {lat['max']:.3f}s, "
+             f"{lat['over_3s']} over {SLOW_S:g}s (nemesis pauses included): {slow_requests(result.latencies)}",
+             f"[soak] nemesis: {dict(result.nemesis)}; {result.ambiguous} ops overlapped a rename of their "
+             "catalog or metalake name (checked only as possible removals)",
+             "[soak] refused or uncertain: " + ", ".join(f"{k} {n}" for k, n in result.refusals.most_common(8)),
+             "[soak] checker (uncertain ops may have applied):", result.report.render()]
+    if not result.strict.ok:
+        lines.append(f"[soak] for information, the strict checker (uncertain ops explain nothing) finds "
+                     f"{len(result.strict.violations)}: " + "; ".join(v.detail for v in result.strict.violations[:3]))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.chaos.soak", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--db", choices=("postgresql", "mysql"), default="postgresql")
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--lock", choices=LOCKS, default="AUTO")
+    parser.add_argument("--replicas", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers per replica")
+    parser.add_argument("--threads", type=int, default=6, help="workload client threads")
+    parser.add_argument("--ttl-ms", type=int, default=1500)
+    parser.add_argument("--no-nemesis", action="store_true")
+    args = parser.parse_args(argv)
+    result = run(SoakConfig(args.db, args.seconds, args.seed, args.lock, args.replicas, args.workers, args.threads,
+                            args.ttl_ms, nemesis=not args.no_nemesis, say=lambda line: print(line, flush=True)))
+    print(render(result), flush=True)
+    return 0 if result.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""The soak's bookkeeping of names (tests/chaos/soak.py), without servers: which catalog an operation hit
+when its catalog or metalake name was swapped meanwhile, and what the checker then sees."""
+
+from __future__ import annotations
+
+import random
+
+from gravimeta.demo.history import History
+from tests.chaos.soak import Names, SoakConfig, World, attribute
+
+
+def test_a_name_denotes_both_objects_only_while_a_swap_is_in_flight():
+    names = Names({("m", "a"): "X", ("m", "b"): "Y"})
+    names.snapshots[0].since = 0.0
+    names.changed(10.0, {("m", "a"): "Y", ("m", "b"): "X"})
+    names.snapshots[0].until = 12.0  # the swap ran from 10 to 12
+    assert names.candidates(("m", "a"), 1.0, 9.0) == {"X"}
+    assert names.candidates(("m", "a"), 9.0, 11.0) == {"X", "Y"}
+    assert names.candidates(("m", "a"), 12.5, 13.0) == {"Y"}
+    assert names.candidates(("m", "gone"), 1.0, 13.0) == set()
+
+
+def test_an_ambiguous_operation_counts_only_as_a_possible_removal_in_each_candidate(tmp_path):
+    world = World(SoakConfig(), "sqlite://", tmp_path, random.Random(0), history=History())
+    world.names = Names({("m", "a"): "X", ("m", "b"): "Y"})
+    world.names.changed(10.0, {("m", "a"): "Y", ("m", "b"): "X"})
+    world.names.snapshots[0].until = 12.0
+    h = world.history
+    clear = h.finish(h.begin("create_table", "a", "s", table="t"), 200, {})
+    clear.start, clear.end = 1.0, 2.0
+    create = h.finish(h.begin("create_table", "a", "s", table="u"), 200, {})
+    create.start, create.end = 9.0, 11.0
+    rename = h.finish(h.begin("rename_table", "a", "s", table="t", new_schema="s", new_name="v"), 200, {})
+    rename.start, rename.end = 11.0, 11.5
+    for op in (clear, create, rename):
+        world.op_names[op.id] = ("m", "a")
+    ops, ambiguous = attribute(world)
+    assert ambiguous == 2
+    assert [(o.kind, o.catalog, o.table) for o in ops] == [
+        ("create_table", "X", "t"),                                # unambiguous: checked fully
+        ("drop_table", "X", "t"), ("drop_table", "Y", "t"),      # the rename may have removed s.t in either
+    ]                                                            # the ambiguous create is not checked

@@ -1,0 +1,48 @@
+"""Case 4 of issue 15: an answer must be true.
+
+Replica A renames t to t2; the engine has done it (A stopped at engine.after_call, before its store step)
+when A is SIGSTOPped past its lease. Replica B's next operation on the scope repairs A's intent: the
+engine shows t2, so B rolls it forward. When A resumes, its store step fails its fence check. A must not
+answer 409 FenceLost "this change was not saved; retry" (the table IS at t2, and a retry would 404): it
+answers 502 "outcome unknown, pending operation N", naming the intent a repair settles.
+
+And where nothing of the request can take effect, the answer says so: a call the engine refuses for a
+stale fence, whose intent A withdraws itself, is a 409 FenceLost (tests/connectors/test_failure_matrix.py
+has the unit-level cases).
+"""
+
+from __future__ import annotations
+
+import re
+
+from tests.engine.conftest import Api, engine_of, in_background, ok, sqlite_properties
+
+
+def test_a_rename_whose_intent_a_repair_rolls_forward_answers_outcome_unknown_not_fence_lost(cluster, monkeypatch):
+    properties = sqlite_properties()
+    a, b = Api(cluster.replica("a")), Api(cluster.replica("b"))
+    ok(b.metalake())
+    ok(b.catalog("sqlite", properties))
+    ok(b.schema())
+    ok(b.table("t"))
+    cluster.fp.arm("engine.after_call", tag="a")
+    thread, late = in_background(lambda: a.rename_table("t", "t2"))
+    reached = cluster.fp.wait_reached("engine.after_call", tag="a")
+    [intent] = cluster.open_intents()
+    assert intent.id == int(reached.context["intent"])
+    cluster.pause("a")
+    cluster.fp.resume(reached)
+    try:
+        ok(b.table("u"))  # B's claim waits out A's lease; its repair rolls A's rename forward first
+    finally:
+        cluster.resume("a")
+    thread.join(60)
+    assert late, "A never answered"
+    status, body = late[0]
+    assert (status, body["code"], body["type"]) == (502, 1007, "ConnectionFailedException"), body
+    assert "FenceLostException" in body["message"] and "outcome of this table rename is unknown" in body["message"]
+    assert re.search(rf"pending operation {intent.id}\b", body["message"]), body
+    assert "not saved" not in body["message"]
+    engine = engine_of(cluster, "sqlite", properties, monkeypatch)
+    assert b.tables() == engine.list_tables("s") == ["t2", "u"]
+    assert cluster.open_intents() == []
