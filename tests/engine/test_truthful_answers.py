@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests.engine.conftest import Api, engine_of, in_background, ok, sqlite_properties
 
 
@@ -45,4 +47,38 @@ def test_a_rename_whose_intent_a_repair_rolls_forward_answers_outcome_unknown_no
     assert "not saved" not in body["message"]
     engine = engine_of(cluster, "sqlite", properties, monkeypatch)
     assert b.tables() == engine.list_tables("s") == ["t2", "u"]
+    assert cluster.open_intents() == []
+
+
+@pytest.mark.parametrize("point", ["engine.after_call", "store.before_commit"])
+def test_a_busy_error_after_the_engine_call_answers_outcome_unknown_not_busy(cluster, monkeypatch, point):
+    """A drop whose engine call landed and whose store step then fails with an error that otherwise means
+    "nothing happened, retry" (ScopeBusy: 503) must not be answered with it: the intent stays open and the
+    next operation's repair rolls the drop forward, so the answer is "outcome unknown, pending operation N".
+    (The soak on MariaDB found two acknowledged renames into a schema lost that way: a cascade drop answered
+    503 ScopeBusy, then rolled forward by a repair.)"""
+    properties = sqlite_properties()
+    a, b = Api(cluster.replica("a")), Api(cluster.replica("b"))
+    ok(b.metalake())
+    ok(b.catalog("sqlite", properties))
+    ok(b.schema())
+    ok(b.table("t"))
+    if point == "engine.after_call":
+        cluster.fp.arm("engine.after_call", "raise ScopeBusy", tag="a")
+        thread, late = in_background(lambda: a.drop_schema())
+    else:  # the store step's commit, not the first step's: armed once A's engine call has returned
+        cluster.fp.arm("engine.after_call", tag="a")
+        thread, late = in_background(lambda: a.drop_schema())
+        reached = cluster.fp.wait_reached("engine.after_call", tag="a")
+        cluster.fp.arm("store.before_commit", "raise ScopeBusy", tag="a")
+        cluster.fp.resume(reached)
+    thread.join(60)
+    assert late, "A never answered"
+    status, body = late[0]
+    assert (status, body["type"]) == (502, "ConnectionFailedException"), body
+    [intent] = cluster.open_intents()
+    assert re.search(rf"pending operation {intent.id}\b", body["message"]), body
+    ok(b.schema("s2"))  # the next operation under the catalog repairs A's drop: rolled forward
+    assert b.schemas() == ["s2"]
+    assert engine_of(cluster, "sqlite", properties, monkeypatch).list_schemas() == ["s2"]
     assert cluster.open_intents() == []
