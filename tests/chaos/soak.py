@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -108,6 +109,7 @@ class SoakResult:
     repair: str
     elapsed: float
     refusals: Counter[str] = field(default_factory=Counter)
+    witnesses: list[str] = field(default_factory=list)  # on a violation: what may explain it (see witnesses())
 
     @property
     def ok(self) -> bool:
@@ -182,6 +184,7 @@ class World:
     op_names: dict[int, tuple[str, str]] = field(default_factory=dict)
     latencies: list[Latency] = field(default_factory=list)
     nemesis_counts: Counter[str] = field(default_factory=Counter)
+    nemesis_log: list[str] = field(default_factory=list)  # "[t0-t1] action replica", in order
     stop: threading.Event = field(default_factory=threading.Event)
     providers: dict[str, tuple[str, dict[str, str]]] = field(default_factory=dict)
     stub: StubProcess | None = None
@@ -391,6 +394,7 @@ def nemesis(world: World) -> None:
         action = rng.choice(("stop", "stop", "kill", "hive", "failpoint", "failpoint", "failpoint"))
         index = rng.randrange(len(world.servers))
         server = world.servers[index]
+        began = time.monotonic()
         try:
             if action in ("stop", "kill"):
                 pids = worker_pids(server)
@@ -419,6 +423,7 @@ def nemesis(world: World) -> None:
         except (ProcessLookupError, OSError):
             continue
         world.nemesis_counts[action.split(" ")[0] if not action.startswith("fp") else "failpoint"] += 1
+        world.nemesis_log.append(f"[{began:.3f}-{time.monotonic():.3f}] {action} on {world.replicas[index].name}")
 
 
 def lift_faults(world: World) -> None:
@@ -596,7 +601,7 @@ def run(cfg: SoakConfig) -> SoakResult:
         refusals = Counter(f"{op.status} {(op.body or {}).get('type', '')}".strip() for op in world.history.ops
                        if op.outcome in ("failed", "uncertain"))
     return SoakResult(seed, report, strict, list(world.latencies), Counter(world.nemesis_counts), ambiguous,
-                      settled, elapsed, refusals)
+                      settled, elapsed, refusals, witnesses(report, ops, world.nemesis_log))
 
 
 def progress_line(world: World, started: float) -> str:
@@ -617,6 +622,35 @@ def slow_requests(latencies: list[Latency]) -> str:
     return ", ".join(f"{k} x{n}" for k, n in slow.most_common()) or "none"
 
 
+_LOST = re.compile(r"^(?:table (?P<schema>[^.\s]+)\.(?P<table>\S+)|schema (?P<only>\S+)) missing at the end")
+
+
+def witnesses(report: Report, ops: list[Op], nemesis_log: list[str]) -> list[str]:
+    """For a lost write, every op that was answered anything but success and, had it applied, would have
+    removed the lost object (a false "not applied" answer is the usual cause), then the nemesis timeline:
+    what a failure message needs so that a CI run that cannot be replayed can still be diagnosed."""
+    lines = []
+    for violation in report.violations:
+        lost = _LOST.match(violation.detail) if violation.kind == "lost-write" else None
+        if lost is None:
+            continue
+        schema, table = (lost["schema"], lost["table"]) if lost["schema"] else (lost["only"], None)
+        suspects = [op for op in ops if op.catalog == violation.catalog and op.outcome != "ok"
+                    and (_removes_named(op, schema, table))]
+        lines.append(f"{violation.catalog} {schema}{'.' + table if table else ''}: "
+                     f"{len(suspects)} unacknowledged op(s) that would remove it")
+        lines += [f"    {op.describe()} {(op.body or {}).get('type', '')}" for op in suspects[:12]]
+    if lines:
+        lines += ["nemesis timeline:"] + [f"    {line}" for line in nemesis_log]
+    return lines
+
+
+def _removes_named(op: Op, schema: str, table: str | None) -> bool:
+    if op.kind == "drop_schema":
+        return op.schema == schema
+    return table is not None and op.kind in ("drop_table", "rename_table") and (op.schema, op.table) == (schema, table)
+
+
 def render(result: SoakResult) -> str:
     lat = latency_summary(result.latencies)
     by_kind = Counter(x.kind for x in result.latencies)
@@ -628,6 +662,8 @@ def render(result: SoakResult) -> str:
              "catalog or metalake name (checked only as possible removals)",
              "[soak] refused or uncertain: " + ", ".join(f"{k} {n}" for k, n in result.refusals.most_common(8)),
              "[soak] checker (uncertain ops may have applied):", result.report.render()]
+    if result.witnesses:
+        lines += ["[soak] what may explain the lost writes:"] + [f"[soak]   {line}" for line in result.witnesses]
     if not result.strict.ok:
         lines.append(f"[soak] for information, the strict checker (uncertain ops explain nothing) finds "
                      f"{len(result.strict.violations)}: " + "; ".join(v.detail for v in result.strict.violations[:3]))

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import random
 
-from gravimeta.demo.history import History
-from tests.chaos.soak import Names, SoakConfig, World, attribute
+from gravimeta.demo.history import CatalogState, History, check
+from tests.chaos.soak import Names, SoakConfig, World, attribute, witnesses
 
 
 def test_a_name_denotes_both_objects_only_while_a_swap_is_in_flight():
@@ -40,3 +40,17 @@ def test_an_ambiguous_operation_counts_only_as_a_possible_removal_in_each_candid
         ("create_table", "X", "t"),                                # unambiguous: checked fully
         ("drop_table", "X", "t"), ("drop_table", "Y", "t"),      # the rename may have removed s.t in either
     ]                                                            # the ambiguous create is not checked
+
+
+def test_a_lost_write_is_reported_with_the_unacknowledged_ops_that_could_have_removed_it():
+    h = History()
+    rename = h.finish(h.begin("rename_table", "C", "s2", table="t3", new_schema="s1", new_name="t0"), 200, {})
+    busy_drop = h.finish(h.begin("drop_schema", "C", "s1", cascade=True), 503, {"type": "ScopeBusyException"})
+    other = h.finish(h.begin("drop_table", "C", "s0", table="t0"), 503, {"type": "ScopeBusyException"})
+    report = check(h, {"C": CatalogState("memory", api={"s1": [], "s2": []}, api_schema_listing=["s1", "s2"],
+                                             sql={"s1": [], "s2": []}, sql_schema_rows=["s1", "s2"])})
+    assert [v.kind for v in report.violations] == ["lost-write"]
+    lines = witnesses(report, [rename, busy_drop, other], ["[1.000-2.000] fp engine.after_call raise ScopeBusy on r2"])
+    assert lines[0] == "C s1.t0: 1 unacknowledged op(s) that would remove it"
+    assert f"#{busy_drop.id} drop_schema" in lines[1] and lines[1].endswith("ScopeBusyException")
+    assert lines[2:] == ["nemesis timeline:", "    [1.000-2.000] fp engine.after_call raise ScopeBusy on r2"]
