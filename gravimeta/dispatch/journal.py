@@ -17,9 +17,9 @@ Every answer is true (docs/consistency.md §2, "What the client is told"):
   forward).
   Withdrawn: the refusal as is (FenceLost 409 for a stale fence: not saved, retry is safe). Already
   gone (a repair settled it, we cannot tell which way): OutcomeUnknown;
-- any other engine failure, or the store step failing after the engine call in any way but StoreRefused
-  (FenceLost, the database unavailable, even an error that elsewhere means "not applied", such as
-  ScopeBusy): the intent stays for the repair, which may still roll it forward: OutcomeUnknown (502,
+- any other engine failure, or the store step failing after the engine call (FenceLost, the database
+  unavailable, a bounded row-lock wait running out, which elsewhere is a ScopeBusy "nothing was
+  changed"): the intent stays for the repair, which may still roll it forward: OutcomeUnknown (502,
   "outcome unknown, pending operation N"), never "not saved";
 - the store proves it cannot hold the change (StoreRefused): the engine step is undone and the intent
   ends: StoreRefused (400). If the undo fails, the intent is marked stuck: OutcomeUnknown.
@@ -121,8 +121,10 @@ class Reconciler:
         except errors.FenceLost as exc:  # its own message ("not saved; retry") would be untrue here
             raise self._unknown(intent, op, f"This operation's claim on {path} was taken over after the engine "
                                             f"call, before its store step (FenceLostException)") from exc
-        except errors.GravitinoError as exc:  # StoreUnavailable, or any answer that would mean "nothing
-            # happened" (ScopeBusy 503, a 4xx): the intent is still open and a repair may roll it forward
+        except (errors.StoreUnavailable, errors.ScopeBusy) as exc:  # the database failed, or a bounded row-lock
+            # wait ran out (ScopeBusy says "nothing was changed, retry"): the intent is still open and a repair
+            # may roll it forward. (The store step's own refusals, e.g. a rename overtaken by a different one,
+            # keep their answers: docs/consistency.md §3.1.)
             raise self._unknown(intent, op, f"The store step of this {op.describe} failed after the engine "
                                             f"call ({exc.message.rstrip('.')})") from exc
         if already is not None and self._end(intent):
