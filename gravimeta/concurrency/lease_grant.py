@@ -18,7 +18,8 @@ A claim on P is granted in ONE transaction that
 On PostgreSQL the whole transaction is one call of the database function gm_claim_scope (alembic
 revisions 0004 and 0012: the same statements in the same order, one round trip instead of eight or more), which also
 takes the scope's advisory locks when advisory-path operations can run (PG_ADVISORY, AUTO). On
-MySQL/MariaDB and SQLite the statements are sent one by one.
+MySQL/MariaDB it is one call of the stored procedure gm_claim_scope (alembic revision 0013, the same
+statements again). On SQLite the statements are sent one by one.
 
 A steal racing a renewal (issue 14 item 1; tests/ha/test_lease_interleavings.py). H holds /m/c and
 renews just before its lease expires; S claims /m just after:
@@ -75,6 +76,13 @@ _PG_CLAIM = text(
 )
 
 
+# The whole claim transaction on MySQL/MariaDB, in one call (alembic/versions/0013_mariadb_claim_procedure.py).
+# Its lock waits are bounded by the statement's DEADLINE option (lock_waits.install: SET STATEMENT ... FOR).
+_MYSQL_CLAIM = text("CALL gm_claim_scope(:path, :anchor, :r1, :r2, :r3, :r4, :r5, :descendants, :holder, :ttl_ms)")
+#: the procedure takes the scope and its ancestors as five arguments: enough for a table's path
+_MYSQL_RELATED = 5
+
+
 class ClaimTransaction:
     """The claim attempt of LeaseBackend (mixed into it): the anchors, the related read, the steal
     and the grant, with the settings below taken from the backend."""
@@ -101,6 +109,8 @@ class ClaimTransaction:
             self._ensure_anchors(anchors)
             if self.dialect == "postgresql":
                 return self._try_claim_in_one_call(path, holder, anchors, deadline)
+            if self.dialect == "mysql" and len(paths.ancestors(path)) < _MYSQL_RELATED:
+                return self._try_claim_in_one_procedure_call(path, holder, anchors, deadline)
             return self._try_claim_in_statements(path, holder, anchors, deadline)
         except DBAPIError as exc:
             if lock_waits.timed_out(exc):  # a row stayed locked until the deadline: busy, like a live claim
@@ -145,6 +155,29 @@ class ClaimTransaction:
         if row.status != "granted":
             return None
         for stolen in row.stolen:
+            metrics.steals.inc()
+            log.info("stole expired claim (path holder fence: %s)", stolen)
+        return int(row.fence)
+
+    def _try_claim_in_one_procedure_call(self, path: str, holder: str, anchors: list[str],
+                                         deadline: float) -> int | None:
+        """The same transaction as the statements of _try_claim, as ONE call of the stored procedure
+        gm_claim_scope (alembic/versions/0013), which commits (or rolls back) itself."""
+        related = [path, *paths.ancestors(path)]
+        params = {"path": path, "anchor": anchors[-1], "descendants": paths.descendant_pattern(path),
+                  "holder": holder, "ttl_ms": self.ttl_ms,
+                  **{f"r{i + 1}": related[i] if i < len(related) else None for i in range(_MYSQL_RELATED)}}
+        try:
+            with self.engine.connect() as conn:
+                row = conn.execution_options(**{lock_waits.DEADLINE: deadline}).execute(_MYSQL_CLAIM, params).one()
+                conn.commit()  # the procedure committed its own transaction; this ends the driver's
+        except IntegrityError:  # as in _try_claim_in_statements: retry
+            return None
+        if row.status == "no-anchor":
+            self._known_anchors.difference_update(anchors)
+        if row.status != "granted":
+            return None
+        for stolen in filter(None, row.stolen.split("\n")):
             metrics.steals.inc()
             log.info("stole expired claim (path holder fence: %s)", stolen)
         return int(row.fence)

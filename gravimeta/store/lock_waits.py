@@ -51,7 +51,7 @@ _TIMEOUT_MYSQL = {1205, 1969, 3024}
 # MariaDB: disconnected for inactivity (idle_transaction_timeout), server gone, lost connection
 _ENDED_PG = {"25P03", "57P01"}
 _ENDED_MYSQL = {4031, 2006, 2013}
-_BOUNDED_VERBS = ("SELECT", "INSERT", "UPDATE", "DELETE", "WITH")
+_BOUNDED_VERBS = ("SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "CALL")  # CALL: the claim procedure
 
 S = TypeVar("S")
 

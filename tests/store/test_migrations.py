@@ -223,6 +223,56 @@ def test_a_database_at_0005_upgrades_to_the_advisory_function_and_back(empty_url
     assert current_revision(engine) == head_revision()
 
 
+def test_a_database_at_0012_upgrades_to_the_mariadb_claim_procedure_and_back(empty_url, engine_of):
+    """Revision 0013 adds the claim procedure on MySQL/MariaDB (nothing elsewhere): after the upgrade a
+    claim is one CALL whose fences continue above the ones issued before, a related claim is busy while
+    the first is live, and case and trailing spaces make different paths (the column's collation); a
+    downgrade drops the procedure."""
+    from alembic import command
+
+    from gravimeta import errors
+    from gravimeta.concurrency.scope_lease import LeaseBackend
+    from gravimeta.store.migrations import alembic_config
+
+    engine = engine_of(empty_url)
+    mysql = engine.dialect.name in ("mysql", "mariadb")
+    upgrade(engine, "0012")
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO gm_claim_anchor (anchor, fence) VALUES ('/', 0), ('/m', 9)"))
+    upgrade(engine)
+    with engine.connect() as conn:
+        assert _claim_procedure_count(conn) == (1 if mysql else 0)
+    claims = LeaseBackend(engine, "n", ttl_ms=5000, timeout_ms=300)
+    try:
+        first = claims.claim_path("/m/c")
+        assert first.fence == 10, "a fence went back below one issued before the upgrade"
+        with pytest.raises(errors.ScopeBusy):
+            claims.claim_path("/m")
+        for unrelated in ("/m/C", "/m/c ", "/M"):
+            claims.claim_path(unrelated).release()
+        first.release()
+        assert claims.claim_path("/m").fence > 10
+    finally:
+        claims.heartbeat.stop()
+
+    config = alembic_config(engine)
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0012")
+    assert current_revision(engine) == "0012"
+    with engine.connect() as conn:
+        assert _claim_procedure_count(conn) == 0
+    upgrade(engine)
+    assert current_revision(engine) == head_revision()
+
+
+def _claim_procedure_count(conn) -> int:
+    if conn.dialect.name not in ("mysql", "mariadb"):
+        return 0
+    return int(conn.execute(text("SELECT count(*) FROM information_schema.routines WHERE routine_schema = DATABASE() "
+                                 "AND routine_name = 'gm_claim_scope' AND routine_type = 'PROCEDURE'")).scalar_one())
+
+
 def _advisory_function_count(conn) -> int:
     return int(conn.execute(text("SELECT count(*) FROM pg_proc WHERE proname = 'gm_advisory_claim'")).scalar_one())
 
