@@ -150,14 +150,7 @@ class ClaimTransaction:
                 row = conn.execution_options(isolation_level="AUTOCOMMIT").execute(_PG_CLAIM, params).one()
         except IntegrityError:  # as in _try_claim: retry
             return None
-        if row.status == "no-anchor":
-            self._known_anchors.difference_update(anchors)
-        if row.status != "granted":
-            return None
-        for stolen in row.stolen:
-            metrics.steals.inc()
-            log.info("stole expired claim (path holder fence: %s)", stolen)
-        return int(row.fence)
+        return self._answer(row.status, row.fence, row.stolen, anchors)
 
     def _try_claim_in_one_procedure_call(self, path: str, holder: str, anchors: list[str],
                                          deadline: float) -> int | None:
@@ -173,14 +166,20 @@ class ClaimTransaction:
                 conn.commit()  # the procedure committed its own transaction; this ends the driver's
         except IntegrityError:  # as in _try_claim_in_statements: retry
             return None
-        if row.status == "no-anchor":
+        return self._answer(row.status, row.fence, list(filter(None, row.stolen.split("\n"))), anchors)
+
+    def _answer(self, status: str, fence: int | None, stolen: list[str], anchors: list[str]) -> int | None:
+        """The fence of a one-call claim ('granted'), or None ('busy'; 'no-anchor': the anchors are
+        created again before the next attempt). Each stolen claim is counted and logged."""
+        if status == "no-anchor":
             self._known_anchors.difference_update(anchors)
-        if row.status != "granted":
+        if status != "granted":
             return None
-        for stolen in filter(None, row.stolen.split("\n")):
+        for what in stolen:
             metrics.steals.inc()
-            log.info("stole expired claim (path holder fence: %s)", stolen)
-        return int(row.fence)
+            log.info("stole expired claim (path holder fence: %s)", what)
+        assert fence is not None, "a granted claim has a fence"
+        return int(fence)
 
     def _try_claim_naive(self, path: str, holder: str) -> int | None:
         with self.engine.begin() as conn:
