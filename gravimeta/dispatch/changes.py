@@ -143,23 +143,31 @@ def _rename_column(table: Table, change: Change) -> None:
 
 def _rename_references(table: Table, old: str, new: str) -> None:
     """Carry a column rename into the indexes, partitioning, sort orders and distribution that name
-    the column (as MySQL does for indexes), so they do not end up pointing at a missing column."""
+    the column (as MySQL does for indexes), so they do not end up pointing at a missing column. The
+    entries are replaced, not edited: Table.working_copy shares them with the table it copied."""
 
     def rename(path: list[str]) -> list[str]:
         return [new] if path == [old] else path
 
-    for index in table.indexes:
-        index["fieldNames"] = [rename(p) for p in index.get("fieldNames", [])]
-    for part in table.partitioning:
+    def term(expression: dict[str, Any]) -> dict[str, Any]:
+        if expression.get("type") != "field":
+            return expression
+        return {**expression, "fieldName": rename(expression["fieldName"])}
+
+    def partition(part: dict[str, Any]) -> dict[str, Any]:
+        part = dict(part)
         if "fieldName" in part:
             part["fieldName"] = rename(part["fieldName"])
         if "fieldNames" in part:
             part["fieldNames"] = [rename(p) for p in part["fieldNames"]]
-    terms = [order.get("sortTerm", {}) for order in table.sort_orders]
-    terms += (table.distribution or {}).get("funcArgs", [])
-    for term in terms:
-        if term.get("type") == "field":
-            term["fieldName"] = rename(term["fieldName"])
+        return part
+
+    table.indexes = [{**index, "fieldNames": [rename(p) for p in index.get("fieldNames", [])]} for index in table.indexes]
+    table.partitioning = [partition(part) for part in table.partitioning]
+    table.sort_orders = [{**order, "sortTerm": term(order["sortTerm"])} if "sortTerm" in order else order
+                         for order in table.sort_orders]
+    if table.distribution is not None and "funcArgs" in table.distribution:
+        table.distribution = {**table.distribution, "funcArgs": [term(a) for a in table.distribution["funcArgs"]]}
 
 
 def _delete_column(table: Table, change: Change) -> None:

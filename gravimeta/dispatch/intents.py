@@ -22,7 +22,7 @@ repair in another process can run them:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -43,10 +43,6 @@ from gravimeta.store import EntityStore
 
 APPLIED, NOT_APPLIED, UNCLEAR = "applied", "not applied", "unclear"
 Applied = tuple[Any, errors.GravitinoError | None]
-
-
-def to_json(entity: Schema | Table) -> dict[str, Any]:
-    return asdict(entity)
 
 
 def _tables(connector: Connector, schema: str) -> list[str]:

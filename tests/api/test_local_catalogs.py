@@ -14,6 +14,7 @@ from connectors.registry import ConnectorRegistry
 from gravimeta import errors
 from gravimeta.app import create_app
 from gravimeta.config import Settings
+from gravimeta.dispatch import journal
 from gravimeta.entities import Schema, Table
 from tests.api.helpers import Api, error, ok
 
@@ -74,6 +75,21 @@ def test_operations_record_no_intent(api):
     assert client.names(schema.children()) == []
     assert recorded == []
 
+
+
+def test_operations_build_no_journal_payload(api, monkeypatch):
+    """The intent's JSON (intent_records.encode: dataclasses.asdict, json.dumps) is built only for an
+    intent that is written: a process-local catalog's direct path never builds it."""
+    client, _ = api
+    encoded: list[Any] = []
+    encode = journal.encode
+    monkeypatch.setattr(journal, "encode", lambda record: encoded.append(record) or encode(record))
+    schema = client.create_schema(client.create_catalog(client.create_metalake(), provider="failing"))
+    ok(client.post(schema.children(), {"name": "t", "columns": COLUMNS}))
+    ok(client.put(schema.child("t").path, {"updates": [{"@type": "rename", "newName": "u"}]}))
+    ok(client.delete(schema.child("u").path))
+    ok(client.delete(schema.path))
+    assert encoded == []
 
 @pytest.mark.parametrize("failure,status,code,type_name", FAILURES)
 def test_a_failed_create_leaves_nothing_in_the_store(api, failure, status, code, type_name):
