@@ -1,14 +1,18 @@
-"""Round trips to PostgreSQL per request, counted on the wire (libpq's protocol trace), in one process
-through the Flask test client: what every pool checkout, BEGIN, statement and COMMIT costs a request.
+"""Round trips to the database per request, in one process through the Flask test client: what every
+pool checkout, BEGIN, statement and COMMIT costs a request. PostgreSQL: counted on the wire (libpq's
+protocol trace); MariaDB (`--backend mysql`): the commands PyMySQL sends (each one is a round trip).
 
-    .venv/bin/python bench/round_trips.py [--modes off,LEASE_TABLE,PG_ADVISORY] [--provider memory|sqlite] [--verbose]
+    .venv/bin/python bench/round_trips.py [--backend postgresql|mysql] [--modes off,LEASE_TABLE,PG_ADVISORY]
+                                          [--provider memory|sqlite] [--verbose]
 
 `--provider`: the catalog's connector. `memory` (process-local) runs each structural request in one store
 transaction; `sqlite` (a real catalog file in a temporary directory) is journalled: intent, engine, apply.
 
-A round trip is one Sync (extended protocol: a parameterized statement) or one Query (simple protocol:
-BEGIN, COMMIT, ROLLBACK, SET, DEALLOCATE); a statement is one Bind (one execution of a parameterized
-statement, prepared or not). Figures are the mean over MEASURED requests of each kind, after
+On PostgreSQL a round trip is one Sync (extended protocol: a parameterized statement) or one Query
+(simple protocol: BEGIN, COMMIT, ROLLBACK, SET, DEALLOCATE); a statement is one Bind (one execution of a
+parameterized statement, prepared or not). On MariaDB a round trip is one command PyMySQL sends and a
+statement one that is not BEGIN, COMMIT, ROLLBACK or SET (a CALL of the claim procedure is one statement,
+whatever it runs inside the server). Figures are the mean over MEASURED requests of each kind, after
 WARM_UP rounds of all of them, so psycopg's prepared statements are in place as in a running
 server. `--verbose` lists the messages of the first measured request.
 Also prints the process CPU time per request (single thread, uncontended; a rough guide only): for the
@@ -50,19 +54,45 @@ def rename_body(new_name: str) -> dict[str, Any]:
     return {"updates": [{"@type": "rename", "newName": new_name}]}
 
 
-def measure_mode(mode: str, verbose: bool, provider: str = "memory") -> None:
-    with fresh_database("postgresql", Path(tempfile.mkdtemp())) as url, \
+class _MariaDBCommands:
+    """Every command PyMySQL sends (one round trip each), as text, while installed."""
+
+    def __init__(self) -> None:
+        import pymysql.connections
+
+        self.sent: list[str] = []
+        self._cls = pymysql.connections.Connection
+        self._original = self._cls._execute_command
+        commands = self.sent
+
+        def counted(conn: Any, command: int, sql: Any) -> Any:
+            commands.append(sql.decode(errors="replace") if isinstance(sql, bytes) else str(sql))
+            return self._original(conn, command, sql)
+
+        self._cls._execute_command = counted  # type: ignore[method-assign]
+
+    def statements(self, since: int) -> tuple[int, int]:
+        """(round trips, statements) sent since index `since`."""
+        sent = self.sent[since:]
+        control = ("BEGIN", "COMMIT", "ROLLBACK", "SET AUTOCOMMIT", "START TRANSACTION")
+        return len(sent), sum(1 for text in sent if not text.lstrip().upper().startswith(control))
+
+
+def measure_mode(mode: str, verbose: bool, provider: str = "memory", backend: str = "postgresql") -> None:
+    with fresh_database(backend, Path(tempfile.mkdtemp())) as url, \
             tempfile.NamedTemporaryFile("w+", suffix=".trace") as trace:
         settings = load_settings(environ={}, store_url=url, distributed_lock_enabled=mode != "off",
                                  distributed_lock_backend=None if mode == "off" else mode)
         app = create_app(settings)
         engine = app.extensions["gravimeta"].store.engine
+        mariadb = _MariaDBCommands() if backend == "mysql" else None
 
-        @event.listens_for(engine, "connect")
-        def _trace(dbapi_connection: Any, _record: Any) -> None:
-            dbapi_connection.pgconn.trace(trace.fileno())
+        if mariadb is None:
+            @event.listens_for(engine, "connect")
+            def _trace(dbapi_connection: Any, _record: Any) -> None:
+                dbapi_connection.pgconn.trace(trace.fileno())
 
-        engine.dispose()  # every pooled connection from now on is traced
+            engine.dispose()  # every pooled connection from now on is traced
         client = app.test_client()
 
         def ok(method: str, path: str, body: Any = None) -> None:
@@ -89,8 +119,23 @@ def measure_mode(mode: str, verbose: bool, provider: str = "memory") -> None:
         for i in range(100, 100 + WARM_UP):  # psycopg prepares a statement on its 5th execution
             for _label, request in requests:
                 request(i)
-        print(f"## {mode} ({provider} catalog)")
+        print(f"## {mode} ({provider} catalog, {backend})")
         for label, request in requests:
+            if mariadb is not None:
+                since = len(mariadb.sent)
+                for i in range(MEASURED):
+                    request(i)
+                trips, statements = mariadb.statements(since)
+                first = mariadb.sent[since:since + trips // MEASURED]
+                cpu = _cpu_ms(request, label)
+                print(f"{label:18s} round trips {trips / MEASURED:5.1f}  statements {statements / MEASURED:5.1f}"
+                      + ("" if cpu is None else f"  cpu {cpu:.2f} ms"))
+                if label == "drop table":
+                    print(f"{'create + drop':18s} cpu per request {_structural_cpu_ms(create, drop):.2f} ms")
+                if verbose:
+                    for text in first:
+                        print("      ", " ".join(text.split())[:150])
+                continue
             trace.flush()
             start = os.path.getsize(trace.name)
             for i in range(MEASURED):
@@ -134,13 +179,15 @@ def _structural_cpu_ms(create: Callable[[int], None], drop: Callable[[int], None
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--modes", default="off,LEASE_TABLE,PG_ADVISORY")
+    parser.add_argument("--backend", default="postgresql", choices=["postgresql", "mysql"])
+    parser.add_argument("--modes", default=None, help="default: off,LEASE_TABLE,PG_ADVISORY (MariaDB: off,LEASE_TABLE)")
     parser.add_argument("--provider", default="memory", choices=["memory", "sqlite"])
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
     os.environ.setdefault(SQLITE_ROOT_ENV, tempfile.mkdtemp(prefix="gm-bench-sqlite-"))
-    for mode in args.modes.split(","):
-        measure_mode(mode, args.verbose, args.provider)
+    modes = args.modes or ("off,LEASE_TABLE" if args.backend == "mysql" else "off,LEASE_TABLE,PG_ADVISORY")
+    for mode in modes.split(","):
+        measure_mode(mode, args.verbose, args.provider, args.backend)
 
 
 if __name__ == "__main__":
