@@ -162,8 +162,9 @@ class ClaimTransaction:
                   **{f"r{i + 1}": related[i] if i < len(related) else None for i in range(_MYSQL_RELATED)}}
         try:
             with self.engine.connect() as conn:
+                # the procedure commits its own transaction; the close that follows ends the driver's empty
+                # one with the ROLLBACK the pool would send anyway (a COMMIT here would be one more round trip)
                 row = conn.execution_options(**{lock_waits.DEADLINE: deadline}).execute(_MYSQL_CLAIM, params).one()
-                conn.commit()  # the procedure committed its own transaction; this ends the driver's
         except IntegrityError:  # as in _try_claim_in_statements: retry
             return None
         return self._answer(row.status, row.fence, list(filter(None, row.stolen.split("\n"))), anchors)
