@@ -30,7 +30,7 @@ def schema_of(row: Any) -> Schema:
     return Schema(row.name, row.comment, dict(row.properties or {}), audit_of(row), row.version)
 
 
-def column_of(row: ColumnRow) -> Column:
+def column_of(row: Any) -> Column:
     return Column(row.name, row.type, row.comment, row.nullable, row.auto_increment, row.default_value, id=row.id)
 
 

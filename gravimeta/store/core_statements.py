@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from itertools import groupby
 from typing import Any
 
-from sqlalchemy import Connection, Row, and_, bindparam, delete, insert, select
+from sqlalchemy import Connection, Row, and_, bindparam, delete, insert, select, update
+from sqlalchemy.orm.exc import StaleDataError
 from sqlalchemy.sql import Select
 
 from gravimeta.entities import Column
@@ -75,6 +76,8 @@ SCHEMA_ROWS = Level(SchemaRow, SchemaRow.catalog_id, SchemaRow.name, CATALOG_ID)
 TABLE_ROWS = Level(TableRow, TableRow.schema_id, TableRow.name, SCHEMA_ID)
 CATALOG_CORE = Level(CATALOG, CATALOG.c.metalake_id, CATALOG.c.name, METALAKE_ID)
 SCHEMA_CORE = Level(SCHEMA, SCHEMA.c.catalog_id, SCHEMA.c.name, CATALOG_ID)
+TABLE_CORE = Level(TABLE, TABLE.c.schema_id, TABLE.c.name, SCHEMA_ID)
+COLUMNS_OF = select(COLUMN).where(COLUMN.c.table_id == bindparam("table_id")).order_by(COLUMN.c.position)
 
 
 def locked_row(conn: Connection, level: Level, chain: Mapping[str, str], name: str, lock: str | None) -> Row[Any] | None:
@@ -154,3 +157,23 @@ def insert_columns(conn: Connection, table_id: int, columns: list[Column]) -> li
                     ids[i] = insert_row(conn, COLUMN, params[i])
     return [Column(c.name, c.type, c.comment, c.nullable, c.auto_increment, c.default_value, id=column_id)
             for c, column_id in zip(columns, ids, strict=True)]
+
+
+# The ORM names the primary key's parameter of its UPDATE after the column's label (gm_table_id).
+_UPDATES: dict[Any, Any] = {
+    table: update(table).where(table.c.id == bindparam(f"{table.name}_id")) for table in (TABLE,)
+}
+
+
+def update_changed(conn: Connection, table: Any, current: Mapping[str, Any], values: Mapping[str, Any]) -> None:
+    """UPDATE the row `current` (all its columns, as read) to `values`, as the ORM's flush of the
+    changed object did: only the columns whose value differs (the column type's comparison, `==`
+    for these), in the table's column order, and the same check that it updated exactly one row."""
+    changed = {key: value for key, value in values.items()
+               if not table.c[key].type.compare_values(value, current[key])}
+    if not changed:
+        return
+    result = conn.execute(_UPDATES[table], {**changed, f"{table.name}_id": current["id"]})
+    if conn.dialect.supports_sane_rowcount and result.rowcount != 1:
+        raise StaleDataError(f"UPDATE statement on table '{table.name}' expected to update 1 row(s); "
+                             f"{result.rowcount} were matched.")

@@ -247,6 +247,13 @@ class EntityStore:
             raise errors.NoSuchCatalog(f"Catalog {m}.{c} does not exist")
         return row
 
+    def _table_for_update(self, s: Session, m: str, c: str, sc: str, t: str) -> Row[Any]:
+        row = cs.locked_row(s.connection(), cs.TABLE_CORE, {"m": m, "c": c, "s": sc}, t, "update")
+        if row is None:
+            self.schema_row(s, m, c, sc)
+            raise errors.NoSuchTable(f"Table {m}.{c}.{sc}.{t} does not exist")
+        return row
+
     def _shared_schema(self, s: Session, m: str, c: str, sc: str) -> Row[Any]:
         row = cs.locked_row(s.connection(), cs.SCHEMA_CORE, {"m": m, "c": c}, sc, "share")
         if row is None:
@@ -257,7 +264,7 @@ class EntityStore:
     @staticmethod
     def columns_of(s: Session, table_id: int) -> list[Column]:
         """The table's columns, in order."""
-        return [convert.column_of(row) for row in s.scalars(_COLUMNS_OF, {"table_id": table_id})]
+        return [convert.column_of(row) for row in s.connection().execute(cs.COLUMNS_OF, {"table_id": table_id})]
 
     # ----------------------------------------------------------------- metalakes
 
@@ -534,18 +541,24 @@ class EntityStore:
         self, s: Session, m: str, c: str, sc: str, t: str, mutate: Mutation[Table], user: str,
         new_schema: str | None = None,
     ) -> tuple[Table, Table]:
-        """update_table inside the caller's write transaction."""
-        row = self.table_row(s, m, c, sc, t, lock="update")
+        """update_table inside the caller's write transaction. The row is read and updated with Core
+        (cs.update_changed: the UPDATE the ORM's flush sent, only the columns whose value changed)."""
+        row = self._table_for_update(s, m, c, sc, t)
         before = convert.table_of(row, self.columns_of(s, row.id))
         after = mutate(copy.deepcopy(before))
+        current = row._asdict()
+        values = {
+            "name": after.name, "comment": after.comment, "properties": after.properties,
+            "partitioning": after.partitioning, "distribution": after.distribution,
+            "sort_orders": after.sort_orders, "indexes": after.indexes,
+            "last_modifier": user, "last_modified_time": now_iso(), "version": row.version + 1,
+        }
         if new_schema is not None and new_schema != sc:
-            row.schema_id = self.schema_row(s, m, c, new_schema, lock="share").id
-        row.name, row.comment, row.properties = after.name, after.comment, after.properties
-        row.partitioning, row.distribution = after.partitioning, after.distribution
-        row.sort_orders, row.indexes = after.sort_orders, after.indexes
-        _touch(row, user)
+            values["schema_id"] = self._shared_schema(s, m, c, new_schema).id
         target = f"{m}.{c}.{new_schema or sc}.{after.name}"
-        _flush_unique(s, errors.TableAlreadyExists(f"Table {target} already exists"))
+        with _unique(errors.TableAlreadyExists(f"Table {target} already exists")):
+            cs.update_changed(s.connection(), cs.TABLE, current, values)
+        updated = SimpleNamespace(**{**current, **values})
         columns = after.columns  # equal to the stored ones unless rewritten below
         if after.columns != before.columns:
             kept = {c.id for c in after.columns}  # rewritten with their ids: renamed or moved columns keep them
@@ -553,7 +566,7 @@ class EntityStore:
             s.execute(delete(ColumnRow).where(ColumnRow.table_id == row.id))
             s.flush()
             columns = _write_columns(s, row.id, after.columns)
-        return before, convert.table_of(row, columns)
+        return before, convert.table_of(updated, columns)
 
     def table_to_drop(self, s: Session, m: str, c: str, sc: str, t: str) -> Row[Any] | None:
         """The table row a drop would delete (a Core row), locked FOR UPDATE under its schema (FOR
@@ -580,7 +593,6 @@ class EntityStore:
 
 # Statements of the hottest reads, built once with bound parameters: building the expression tree on
 # every request cost more CPU than executing it (profile of load table, docs/benchmarks.md).
-_COLUMNS_OF = select(ColumnRow).where(ColumnRow.table_id == bindparam("table_id")).order_by(ColumnRow.position)
 # The load-table statement (EntityStore.load_table), run on the raw DBAPI cursor: the parents' in-use
 # flags, the schema id, the table row, then one row per column (outer joined, in position order).
 _LOAD_TABLE_COLUMNS = (
