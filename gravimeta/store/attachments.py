@@ -36,18 +36,21 @@ def tables_dropped(s: Session, table_ids: list[int]) -> None:
     tables' and their columns' tag associations (their statistics and store-kept partitions go by the
     foreign keys' ON DELETE CASCADE when the table rows are deleted: no statement of their own)."""
     if table_ids:
-        s.execute(_UNTAG_TABLES, {"ids": table_ids})
+        s.connection().execute(_UNTAG_TABLES, {"ids": table_ids})
 
 
 # Built once (expanding bind parameters): building the statement costs more CPU than running it. The
 # columns are a subquery, not a list: a cascade of 10k tables has too many columns for one statement's
-# bind parameters (SQLite allows 32766, PostgreSQL 65535).
+# bind parameters (SQLite allows 32766, PostgreSQL 65535). On the Core tables, run on the connection:
+# no ORM objects of these rows to update, so none of the ORM's bulk-DML machinery either.
 _IDS: Any = bindparam("ids", expanding=True)
-_UNTAG_TABLES = delete(TagRelationRow).where(or_(
-    and_(TagRelationRow.object_type == "table", TagRelationRow.object_id.in_(_IDS)),
-    and_(TagRelationRow.object_type == "column",
-         TagRelationRow.object_id.in_(select(ColumnRow.id).where(ColumnRow.table_id.in_(_IDS)))),
-)).execution_options(synchronize_session=False)  # no ORM objects of these rows to update (nor a SELECT)
+_RELATION: Any = TagRelationRow.__table__
+_COLUMN: Any = ColumnRow.__table__
+_UNTAG_TABLES = delete(_RELATION).where(or_(
+    and_(_RELATION.c.object_type == "table", _RELATION.c.object_id.in_(_IDS)),
+    and_(_RELATION.c.object_type == "column",
+         _RELATION.c.object_id.in_(select(_COLUMN.c.id).where(_COLUMN.c.table_id.in_(_IDS)))),
+))
 
 
 def schemas_dropped(s: Session, schema_ids: list[int]) -> None:

@@ -1,4 +1,7 @@
-"""Row <-> entity conversion, kept apart from the queries so both stay readable."""
+"""Row <-> entity conversion, kept apart from the queries so both stay readable.
+
+The *_of functions take an ORM row or anything with its columns as attributes (a Core row, or the
+values a Core INSERT wrote)."""
 
 from __future__ import annotations
 
@@ -8,26 +11,26 @@ from gravimeta.entities import Audit, Catalog, Column, Metalake, Schema, Table
 from gravimeta.store.models import CatalogRow, ColumnRow, MetalakeRow, SchemaRow, TableRow, decode_json
 
 
-def audit_of(row: MetalakeRow | CatalogRow | SchemaRow | TableRow) -> Audit:
+def audit_of(row: Any) -> Audit:
     return Audit(row.creator, row.create_time, row.last_modifier, row.last_modified_time)
 
 
-def metalake_of(row: MetalakeRow) -> Metalake:
+def metalake_of(row: Any) -> Metalake:
     return Metalake(row.name, row.comment, dict(row.properties or {}), row.in_use, audit_of(row), row.version)
 
 
-def catalog_of(row: CatalogRow, metalake: str) -> Catalog:
+def catalog_of(row: Any, metalake: str) -> Catalog:
     return Catalog(
         metalake, row.name, row.type, row.provider, row.comment, dict(row.properties or {}),
         row.in_use, audit_of(row), row.version, row.id,
     )
 
 
-def schema_of(row: SchemaRow) -> Schema:
+def schema_of(row: Any) -> Schema:
     return Schema(row.name, row.comment, dict(row.properties or {}), audit_of(row), row.version)
 
 
-def column_of(row: ColumnRow) -> Column:
+def column_of(row: Any) -> Column:
     return Column(row.name, row.type, row.comment, row.nullable, row.auto_increment, row.default_value, id=row.id)
 
 

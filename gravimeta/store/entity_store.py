@@ -21,13 +21,14 @@ from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any, TypeVar
 
-from sqlalchemy import Engine, and_, bindparam, delete, exists, select
+from sqlalchemy import Engine, Row, and_, bindparam, delete, exists, select
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
 from gravimeta import errors, failpoints
 from gravimeta.entities import Audit, Catalog, Column, Metalake, Schema, Table
 from gravimeta.store import attachments, convert, lock_waits
+from gravimeta.store import core_statements as cs
 from gravimeta.store.database import disabled_for_test, snapshot_session, write_session
 from gravimeta.store.guard import current_guard, joined_transaction
 from gravimeta.store.models import (
@@ -216,30 +217,54 @@ class EntityStore:
     # locks). Only a miss walks the chain again, to name the level that is missing.
 
     def catalog_row(self, s: Session, m: str, c: str, lock: str | None = None) -> CatalogRow:
-        row = _child_row(s, CatalogRow, CatalogRow.metalake_id, _metalake_id(m), c, lock)
+        row = _child_row(s, cs.CATALOG_ROWS, {"m": m}, c, lock)
         if row is None:
             self._metalake_row(s, m)
             raise errors.NoSuchCatalog(f"Catalog {m}.{c} does not exist")
         return row
 
     def schema_row(self, s: Session, m: str, c: str, sc: str, lock: str | None = None) -> SchemaRow:
-        row = _child_row(s, SchemaRow, SchemaRow.catalog_id, _catalog_id(m, c), sc, lock)
+        row = _child_row(s, cs.SCHEMA_ROWS, {"m": m, "c": c}, sc, lock)
         if row is None:
             self.catalog_row(s, m, c)
             raise errors.NoSuchSchema(f"Schema {m}.{c}.{sc} does not exist")
         return row
 
     def table_row(self, s: Session, m: str, c: str, sc: str, t: str, lock: str | None = None) -> TableRow:
-        row = _child_row(s, TableRow, TableRow.schema_id, _schema_id(m, c, sc), t, lock)
+        row = _child_row(s, cs.TABLE_ROWS, {"m": m, "c": c, "s": sc}, t, lock)
         if row is None:
             self.schema_row(s, m, c, sc)
             raise errors.NoSuchTable(f"Table {m}.{c}.{sc}.{t} does not exist")
         return row
 
+    # The same lookups FOR SHARE as Core rows, for the structural writes that only need the parent's
+    # id: the same statements (and the same walk on a miss), without ORM objects.
+
+    def _shared_catalog(self, s: Session, m: str, c: str) -> Row[Any]:
+        row = cs.locked_row(s.connection(), cs.CATALOG_CORE, {"m": m}, c, "share")
+        if row is None:
+            self._metalake_row(s, m)
+            raise errors.NoSuchCatalog(f"Catalog {m}.{c} does not exist")
+        return row
+
+    def _table_for_update(self, s: Session, m: str, c: str, sc: str, t: str) -> Row[Any]:
+        row = cs.locked_row(s.connection(), cs.TABLE_CORE, {"m": m, "c": c, "s": sc}, t, "update")
+        if row is None:
+            self.schema_row(s, m, c, sc)
+            raise errors.NoSuchTable(f"Table {m}.{c}.{sc}.{t} does not exist")
+        return row
+
+    def _shared_schema(self, s: Session, m: str, c: str, sc: str) -> Row[Any]:
+        row = cs.locked_row(s.connection(), cs.SCHEMA_CORE, {"m": m, "c": c}, sc, "share")
+        if row is None:
+            self.catalog_row(s, m, c)
+            raise errors.NoSuchSchema(f"Schema {m}.{c}.{sc} does not exist")
+        return row
+
     @staticmethod
     def columns_of(s: Session, table_id: int) -> list[Column]:
         """The table's columns, in order."""
-        return [convert.column_of(row) for row in s.scalars(_COLUMNS_OF, {"table_id": table_id})]
+        return [convert.column_of(row) for row in s.connection().execute(cs.COLUMNS_OF, {"table_id": table_id})]
 
     # ----------------------------------------------------------------- metalakes
 
@@ -319,10 +344,14 @@ class EntityStore:
     def metalake_and_catalog_in(s: Session, m: str, c: str) -> tuple[Metalake, Catalog | None]:
         """get_metalake_and_catalog inside the caller's transaction (a structural operation checks
         in-use in the same transaction that records its intent)."""
-        found = s.execute(_METALAKE_AND_CATALOG, {"m": m, "c": c}).first()
+        found = s.connection().execute(cs.METALAKE_AND_CATALOG, {"m": m, "c": c}).first()
         if found is None:
             raise errors.NoSuchMetalake(f"Metalake {m} does not exist")
-        return convert.metalake_of(found[0]), None if found[1] is None else convert.catalog_of(found[1], m)
+        split = len(cs.METALAKE_FIELDS)
+        metalake = convert.metalake_of(SimpleNamespace(**dict(zip(cs.METALAKE_FIELDS, found[:split], strict=True))))
+        if found[split] is None:  # the catalog's id: no such catalog
+            return metalake, None
+        return metalake, convert.catalog_of(SimpleNamespace(**dict(zip(cs.CATALOG_FIELDS, found[split:], strict=True))), m)
 
     def create_catalog(self, catalog: Catalog, user: str, precheck: Callable[[Metalake], None] | None = None) -> Catalog:
         def work(s: Session) -> Catalog:
@@ -399,15 +428,12 @@ class EntityStore:
 
     def create_schema_in(self, s: Session, m: str, c: str, schema: Schema, user: str | None) -> Schema:
         """create_schema inside the caller's write transaction (`user` None: no creator, an import)."""
-        catalog = self.catalog_row(s, m, c, lock="share")
-        row = SchemaRow(
-            catalog_id=catalog.id, name=schema.name, comment=schema.comment,
-            properties=schema.properties, version=1,
-        )
-        convert.set_audit(row, Audit(user, now_iso()))
-        s.add(row)
-        _flush_unique(s, errors.SchemaAlreadyExists(f"Schema {m}.{c}.{schema.name} already exists"))
-        return convert.schema_of(row)
+        catalog = self._shared_catalog(s, m, c)
+        values = {"catalog_id": catalog.id, "name": schema.name, "comment": schema.comment,
+                  "properties": schema.properties, "version": 1, **_audit_values(Audit(user, now_iso()))}
+        with _unique(errors.SchemaAlreadyExists(f"Schema {m}.{c}.{schema.name} already exists")):
+            cs.insert_row(s.connection(), cs.SCHEMA, values)
+        return convert.schema_of(SimpleNamespace(**values))
 
     def update_schema(self, m: str, c: str, sc: str, mutate: Mutation[Schema], user: str) -> tuple[Schema, Schema]:
         def work(s: Session) -> tuple[Schema, Schema]:
@@ -493,16 +519,17 @@ class EntityStore:
 
     def create_table_in(self, s: Session, m: str, c: str, sc: str, table: Table, user: str | None) -> Table:
         """create_table inside the caller's write transaction (`user` None: no creator, an import)."""
-        schema = self.schema_row(s, m, c, sc, lock="share")
-        row = TableRow(
-            schema_id=schema.id, name=table.name, comment=table.comment, properties=table.properties,
-            partitioning=table.partitioning, distribution=table.distribution,
-            sort_orders=table.sort_orders, indexes=table.indexes, version=1,
-        )
-        convert.set_audit(row, Audit(user, now_iso()))
-        s.add(row)
-        _flush_unique(s, errors.TableAlreadyExists(f"Table {m}.{c}.{sc}.{table.name} already exists"))
-        return convert.table_of(row, _write_columns(s, row.id, table.columns))
+        schema = self._shared_schema(s, m, c, sc)
+        values = {
+            "schema_id": schema.id, "name": table.name, "comment": table.comment, "properties": table.properties,
+            "partitioning": table.partitioning, "distribution": table.distribution,
+            "sort_orders": table.sort_orders, "indexes": table.indexes, "version": 1,
+            **_audit_values(Audit(user, now_iso())),
+        }
+        conn = s.connection()
+        with _unique(errors.TableAlreadyExists(f"Table {m}.{c}.{sc}.{table.name} already exists")):
+            table_id = cs.insert_row(conn, cs.TABLE, values)
+        return convert.table_of(SimpleNamespace(**values), cs.insert_columns(conn, table_id, table.columns))
 
     def update_table(
         self, m: str, c: str, sc: str, t: str, mutate: Mutation[Table], user: str, new_schema: str | None = None
@@ -514,18 +541,24 @@ class EntityStore:
         self, s: Session, m: str, c: str, sc: str, t: str, mutate: Mutation[Table], user: str,
         new_schema: str | None = None,
     ) -> tuple[Table, Table]:
-        """update_table inside the caller's write transaction."""
-        row = self.table_row(s, m, c, sc, t, lock="update")
+        """update_table inside the caller's write transaction. The row is read and updated with Core
+        (cs.update_changed: the UPDATE the ORM's flush sent, only the columns whose value changed)."""
+        row = self._table_for_update(s, m, c, sc, t)
         before = convert.table_of(row, self.columns_of(s, row.id))
         after = mutate(copy.deepcopy(before))
+        current = row._asdict()
+        values = {
+            "name": after.name, "comment": after.comment, "properties": after.properties,
+            "partitioning": after.partitioning, "distribution": after.distribution,
+            "sort_orders": after.sort_orders, "indexes": after.indexes,
+            "last_modifier": user, "last_modified_time": now_iso(), "version": row.version + 1,
+        }
         if new_schema is not None and new_schema != sc:
-            row.schema_id = self.schema_row(s, m, c, new_schema, lock="share").id
-        row.name, row.comment, row.properties = after.name, after.comment, after.properties
-        row.partitioning, row.distribution = after.partitioning, after.distribution
-        row.sort_orders, row.indexes = after.sort_orders, after.indexes
-        _touch(row, user)
+            values["schema_id"] = self._shared_schema(s, m, c, new_schema).id
         target = f"{m}.{c}.{new_schema or sc}.{after.name}"
-        _flush_unique(s, errors.TableAlreadyExists(f"Table {target} already exists"))
+        with _unique(errors.TableAlreadyExists(f"Table {target} already exists")):
+            cs.update_changed(s.connection(), cs.TABLE, current, values)
+        updated = SimpleNamespace(**{**current, **values})
         columns = after.columns  # equal to the stored ones unless rewritten below
         if after.columns != before.columns:
             kept = {c.id for c in after.columns}  # rewritten with their ids: renamed or moved columns keep them
@@ -533,16 +566,16 @@ class EntityStore:
             s.execute(delete(ColumnRow).where(ColumnRow.table_id == row.id))
             s.flush()
             columns = _write_columns(s, row.id, after.columns)
-        return before, convert.table_of(row, columns)
+        return before, convert.table_of(updated, columns)
 
-    def table_to_drop(self, s: Session, m: str, c: str, sc: str, t: str) -> TableRow | None:
-        """The table row a drop would delete, locked FOR UPDATE under its schema (FOR SHARE); None when
-        it or a parent does not exist."""
+    def table_to_drop(self, s: Session, m: str, c: str, sc: str, t: str) -> Row[Any] | None:
+        """The table row a drop would delete (a Core row), locked FOR UPDATE under its schema (FOR
+        SHARE); None when it or a parent does not exist."""
         try:
-            schema = self.schema_row(s, m, c, sc, lock="share")
+            schema = self._shared_schema(s, m, c, sc)
         except errors.NotFound:
             return None
-        return s.scalar(select(TableRow).where(TableRow.schema_id == schema.id, TableRow.name == t).with_for_update())
+        return s.connection().execute(cs.TABLE_FOR_UPDATE, {"schema_id": schema.id, "name": t}).first()
 
     def drop_table(self, m: str, c: str, sc: str, t: str) -> bool:
         return self.write(lambda s: self.drop_table_in(s, m, c, sc, t))
@@ -560,12 +593,6 @@ class EntityStore:
 
 # Statements of the hottest reads, built once with bound parameters: building the expression tree on
 # every request cost more CPU than executing it (profile of load table, docs/benchmarks.md).
-_METALAKE_AND_CATALOG = (
-    select(MetalakeRow, CatalogRow)
-    .outerjoin(CatalogRow, and_(CatalogRow.metalake_id == MetalakeRow.id, CatalogRow.name == bindparam("c")))
-    .where(MetalakeRow.name == bindparam("m"))
-)
-_COLUMNS_OF = select(ColumnRow).where(ColumnRow.table_id == bindparam("table_id")).order_by(ColumnRow.position)
 # The load-table statement (EntityStore.load_table), run on the raw DBAPI cursor: the parents' in-use
 # flags, the schema id, the table row, then one row per column (outer joined, in position order).
 _LOAD_TABLE_COLUMNS = (
@@ -589,25 +616,21 @@ _LOAD_TABLE = RawQuery(
 )
 
 
-def _metalake_id(m: str) -> Any:
-    return select(MetalakeRow.id).where(MetalakeRow.name == m).scalar_subquery()
-
-
-def _catalog_id(m: str, c: str) -> Any:
-    return select(CatalogRow.id).where(CatalogRow.metalake_id == _metalake_id(m), CatalogRow.name == c).scalar_subquery()
-
-
-def _schema_id(m: str, c: str, sc: str) -> Any:
-    return select(SchemaRow.id).where(SchemaRow.catalog_id == _catalog_id(m, c), SchemaRow.name == sc).scalar_subquery()
-
-
-def _child_row(s: Session, model: Any, parent_column: Any, parent_id: Any, name: str, lock: str | None) -> Any:
-    """The row `name` under the parent whose id `parent_id` (a scalar subquery) selects, or None."""
+def _child_row(s: Session, level: cs.Level, chain: dict[str, str], name: str, lock: str | None) -> Any:
+    """The ORM row `name` under the parent that `chain` names (m, c, s: the statement's parent chain),
+    or None."""
     if lock is not None and s.get_bind().dialect.name in ("mysql", "mariadb"):
-        parent_id = s.scalar(select(parent_id))
+        parent_id = s.scalar(level.parent_id, chain)
         if parent_id is None:
             return None
-    return s.scalar(_locked(select(model).where(parent_column == parent_id, model.name == name), lock))
+        return s.scalar(level.by_parent_id(lock), {"parent_id": parent_id, "name": name})
+    return s.scalar(level.statement(lock), {**chain, "name": name})
+
+
+def _audit_values(audit: Audit) -> dict[str, str | None]:
+    """A new row's audit columns (convert.set_audit, for a row inserted with Core)."""
+    return {"creator": audit.creator, "create_time": audit.create_time,
+            "last_modifier": audit.last_modifier, "last_modified_time": audit.last_modified_time}
 
 
 def _write_columns(s: Session, table_id: int, columns: list[Column]) -> list[Column]:
@@ -628,6 +651,17 @@ def _locked(query: Any, lock: str | None) -> Any:
     if lock == "share":
         return query.with_for_update(read=True)
     return query
+
+
+@contextmanager
+def _unique(conflict: errors.AlreadyExists) -> Iterator[None]:
+    """A unique-key violation in the block becomes the given AlreadyExists (as _flush_unique)."""
+    try:
+        yield
+    except IntegrityError as exc:
+        if _is_unique_violation(exc):
+            raise conflict from exc
+        raise
 
 
 def _touch(row: MetalakeRow | CatalogRow | SchemaRow | TableRow, user: str) -> None:
@@ -661,8 +695,9 @@ def _delete_table_ids(s: Session, ids: list[int]) -> None:
     """Delete these tables, already locked FOR UPDATE, and their columns."""
     if ids:
         attachments.tables_dropped(s, ids)
-        s.execute(delete(ColumnRow).where(ColumnRow.table_id.in_(ids)))
-        s.execute(delete(TableRow).where(TableRow.id.in_(ids)))
+        conn = s.connection()  # Core DELETEs: no ORM objects of these rows to synchronise
+        conn.execute(cs.DELETE_COLUMNS_OF_TABLES, {"ids": ids})
+        conn.execute(cs.DELETE_TABLES, {"ids": ids})
 
 
 def _delete_schemas(s: Session, schema_ids: Any) -> None:
