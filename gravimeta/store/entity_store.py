@@ -545,7 +545,7 @@ class EntityStore:
         (cs.update_changed: the UPDATE the ORM's flush sent, only the columns whose value changed)."""
         row = self._table_for_update(s, m, c, sc, t)
         before = convert.table_of(row, self.columns_of(s, row.id))
-        after = mutate(copy.deepcopy(before))
+        after = mutate(before.working_copy())  # the mutation never touches `before` (tests/unit/test_table_working_copy.py)
         current = row._asdict()
         values = {
             "name": after.name, "comment": after.comment, "properties": after.properties,

@@ -6,7 +6,6 @@ needs, or None when there is nothing to do (a drop of something that does not ex
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -44,7 +43,7 @@ def table_renamable(
     """(before, after) of a rename/move, refused as EntityStore.update_table would refuse it."""
     row = store.table_row(s, m, c, sc, t, lock="update")
     before = convert.table_of(row, store.columns_of(s, row.id))
-    after = mutate(copy.deepcopy(before))
+    after = mutate(before.working_copy())
     target_schema = new_schema or sc
     target_id = row.schema_id if target_schema == sc else store.schema_row(s, m, c, target_schema, lock="share").id
     clash = select(exists().where(TableRow.schema_id == target_id, TableRow.name == after.name, TableRow.id != row.id))
