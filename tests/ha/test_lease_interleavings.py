@@ -93,7 +93,7 @@ def test_a_steal_waits_for_an_in_flight_renewal_and_then_finds_the_claim_live(en
     wait_until("H's committed lease on /m/c has expired while its renewal is uncommitted",
                lambda: committed_lease_expired(engine, "/m/c"), timeout=10)
 
-    s = children("claim", cfg(engine, fp, "s", "/m", timeout_ms=2500), "tests.ha.lease_child")
+    s = children("claim", cfg(engine, fp, "s", "/m", timeout_ms=800), "tests.ha.lease_child")
     wait_until("S's claim transaction waits on H's row lock", lambda: someone_waits_on_a_row_lock(engine), timeout=10)
     fp.resume(renewing)
     assert h.expect("") == "RENEWED"
