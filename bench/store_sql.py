@@ -15,6 +15,7 @@ names never reach the server).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -165,10 +166,22 @@ def compare(before: str, after: str) -> int:
     return 1 if diffs else 0
 
 
+def main(argv: list[str] | None = None) -> int:
+    """`record BACKEND OUT.json` or `compare BEFORE.json AFTER.json` (exit 1 when they differ)."""
+    parser = argparse.ArgumentParser(prog="bench/store_sql.py", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    rec = commands.add_parser("record", help="record the scenario's statements on one backend")
+    rec.add_argument("backend", choices=["sqlite", "postgresql", "mysql"])
+    rec.add_argument("out")
+    cmp = commands.add_parser("compare", help="compare two recordings")
+    cmp.add_argument("before")
+    cmp.add_argument("after")
+    args = parser.parse_args(argv)
+    if args.command == "record":
+        record(args.backend, args.out)
+        return 0
+    return compare(args.before, args.after)
+
+
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "record":
-        record(sys.argv[2], sys.argv[3])
-    elif len(sys.argv) == 4 and sys.argv[1] == "compare":
-        sys.exit(compare(sys.argv[2], sys.argv[3]))
-    else:
-        sys.exit(__doc__)
+    sys.exit(main())
