@@ -42,6 +42,18 @@ def engine_of():
         engine.dispose()
 
 
+def downgrade(engine, revision: str) -> None:
+    """alembic downgrade to `revision` on this engine's database."""
+    from alembic import command
+
+    from gravimeta.store.migrations import alembic_config
+
+    config = alembic_config(engine)
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, revision)
+
+
 def stamp(engine, revision: str) -> None:
     with engine.begin() as conn:
         conn.execute(text("UPDATE alembic_version SET version_num = :r"), {"r": revision})
@@ -120,9 +132,7 @@ def test_upgrade_refuses_a_database_stamped_by_a_newer_gravimeta(db_url, engine_
 def test_a_database_at_0004_upgrades_to_the_waiter_line_and_back(empty_url, engine_of):
     """Revision 0005 replaces 0004's claim function on PostgreSQL (another signature: the old one must
     go, not linger as an overload) and adds gm_claim_waiter; a downgrade restores 0004 exactly."""
-    from alembic import command
 
-    from gravimeta.store.migrations import alembic_config
 
     engine = engine_of(empty_url)
     upgrade(engine, "0004")
@@ -132,10 +142,7 @@ def test_a_database_at_0004_upgrades_to_the_waiter_line_and_back(empty_url, engi
         if engine.dialect.name == "postgresql":
             assert _claim_function_arities(conn) == [10]
 
-    config = alembic_config(engine)
-    with engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.downgrade(config, "0004")
+    downgrade(engine, "0004")
     assert current_revision(engine) == "0004"
     with engine.connect() as conn:
         if engine.dialect.name == "postgresql":
@@ -149,10 +156,8 @@ def test_a_database_at_0011_upgrades_to_anchor_fences_without_the_waiter_line_an
     (fences never go back), drops the waiter line (PostgreSQL: the claim function without it, as the
     only overload); a downgrade restores 0005's function and table and lifts the per-path counters to
     the highest fence issued."""
-    from alembic import command
 
     from gravimeta.concurrency.scope_lease import LeaseBackend
-    from gravimeta.store.migrations import alembic_config
 
     engine = engine_of(empty_url)
     upgrade(engine, "0011")
@@ -175,10 +180,7 @@ def test_a_database_at_0011_upgrades_to_anchor_fences_without_the_waiter_line_an
     finally:
         claims.heartbeat.stop()
 
-    config = alembic_config(engine)
-    with engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.downgrade(config, "0011")
+    downgrade(engine, "0011")
     assert current_revision(engine) == "0011"
     with engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM gm_claim_waiter")).scalar_one() == 0
@@ -195,9 +197,7 @@ def _claim_function_arities(conn) -> list[int]:
 
 def test_a_database_at_0005_upgrades_to_the_advisory_function_and_back(empty_url, engine_of):
     """Revision 0006 adds gm_advisory_claim on PostgreSQL (nothing elsewhere); a downgrade removes it."""
-    from alembic import command
 
-    from gravimeta.store.migrations import alembic_config
 
     engine = engine_of(empty_url)
     upgrade(engine, "0005")
@@ -211,10 +211,7 @@ def test_a_database_at_0005_upgrades_to_the_advisory_function_and_back(empty_url
                 "SELECT gm_advisory_claim(ARRAY[]::bigint[], 42, ARRAY['/']::text[], '/%', 100)")).scalar_one()
             assert granted == "granted"
 
-    config = alembic_config(engine)
-    with engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.downgrade(config, "0005")
+    downgrade(engine, "0005")
     assert current_revision(engine) == "0005"
     if postgres:
         with engine.connect() as conn:
@@ -228,11 +225,9 @@ def test_a_database_at_0012_upgrades_to_the_mariadb_claim_procedure_and_back(emp
     claim is one CALL whose fences continue above the ones issued before, a related claim is busy while
     the first is live, and case and trailing spaces make different paths (the column's collation); a
     downgrade drops the procedure."""
-    from alembic import command
 
     from gravimeta import errors
     from gravimeta.concurrency.scope_lease import LeaseBackend
-    from gravimeta.store.migrations import alembic_config
 
     engine = engine_of(empty_url)
     mysql = engine.dialect.name in ("mysql", "mariadb")
@@ -255,10 +250,7 @@ def test_a_database_at_0012_upgrades_to_the_mariadb_claim_procedure_and_back(emp
     finally:
         claims.heartbeat.stop()
 
-    config = alembic_config(engine)
-    with engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.downgrade(config, "0012")
+    downgrade(engine, "0012")
     assert current_revision(engine) == "0012"
     with engine.connect() as conn:
         assert _claim_procedure_count(conn) == 0
@@ -280,11 +272,9 @@ def _advisory_function_count(conn) -> int:
 def test_a_database_at_0006_upgrades_to_owners_and_back(empty_url, engine_of):
     """Revision 0009 adds gm_principal and gm_owner, whose foreign keys delete an owner row with its
     object (here: a table deleted by plain SQL, as any code path would); a downgrade removes both."""
-    from alembic import command
     from sqlalchemy import inspect
 
     from gravimeta.entities import Catalog, Column, Schema, Table
-    from gravimeta.store.migrations import alembic_config
 
     engine = engine_of(empty_url)
     upgrade(engine, "0006")
@@ -306,10 +296,7 @@ def test_a_database_at_0006_upgrades_to_owners_and_back(empty_url, engine_of):
     with engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM gm_owner")).scalar_one() == 0
 
-    config = alembic_config(engine)
-    with engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.downgrade(config, "0006")
+    downgrade(engine, "0006")
     assert current_revision(engine) == "0006"
     assert not {"gm_principal", "gm_owner"} & set(inspect(engine).get_table_names())
     upgrade(engine)
