@@ -7,7 +7,6 @@ from __future__ import annotations
 import threading
 
 import pytest
-from alembic import command
 from sqlalchemy import text
 
 from gravimeta import errors
@@ -18,9 +17,9 @@ from gravimeta.concurrency.tree_lock import TreeLock
 from gravimeta.entities import Metalake, NameIdentifier
 from gravimeta.store import EntityStore
 from gravimeta.store.database import create_store_engine, write_session
-from gravimeta.store.migrations import alembic_config, upgrade
+from gravimeta.store.migrations import upgrade
 from tests.conftest import require_backend
-from tests.support.databases import fresh_database
+from tests.support.databases import downgrade, fresh_database
 
 
 @pytest.fixture
@@ -129,10 +128,7 @@ def test_0011_downgrade_restores_the_0006_function(pg_engine):
             return str(conn.execute(text("SELECT prosrc FROM pg_proc WHERE proname = 'gm_advisory_claim'")).scalar_one())
 
     assert "FOR SHARE" in advisory_claim_source()
-    config = alembic_config(pg_engine)
-    with pg_engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.downgrade(config, "0010")
+    downgrade(pg_engine, "0010")
     assert "FOR SHARE" not in advisory_claim_source() and "EXISTS" in advisory_claim_source()
     upgrade(pg_engine)
     assert "FOR SHARE" in advisory_claim_source()

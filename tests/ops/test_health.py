@@ -21,6 +21,7 @@ from gravimeta.cluster import ClusterState, _port_free
 from gravimeta.store.database import create_store_engine
 from gravimeta.store.migrations import alembic_config, head_revision
 from tests.ops.conftest import check, get, ready_status, wait_until
+from tests.support.databases import downgrade
 from tests.support.failpoints import Failpoints
 
 LOCK_ON = {"GRAVIMETA_DISTRIBUTED_LOCK": "true", "GRAVIMETA_DISTRIBUTED_LOCK_BACKEND": "LEASE_TABLE"}
@@ -61,9 +62,7 @@ def test_ready_says_the_schema_is_not_at_this_codes_revision_and_requests_wait_f
     config = alembic_config(engine)
     previous = ScriptDirectory.from_config(config).get_revision(head_revision()).down_revision
     try:
-        with engine.begin() as conn:
-            config.attributes["connection"] = conn
-            command.downgrade(config, str(previous))
+        downgrade(engine, str(previous))
 
         status, body = ready_status(server)
         assert status == 503 and body["status"] == "DOWN"

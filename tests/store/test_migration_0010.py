@@ -4,15 +4,14 @@ downgrade removes exactly its tables, on SQLite, PostgreSQL and MariaDB."""
 from __future__ import annotations
 
 import pytest
-from alembic import command
 from sqlalchemy import inspect, text
 
 from gravimeta.entities import Catalog, Metalake
 from gravimeta.store import EntityStore
 from gravimeta.store.database import create_store_engine
-from gravimeta.store.migrations import alembic_config, current_revision, head_revision, upgrade
+from gravimeta.store.migrations import current_revision, head_revision, upgrade
 from tests.conftest import require_backend
-from tests.support.databases import BACKENDS, fresh_database
+from tests.support.databases import BACKENDS, downgrade, fresh_database
 
 TABLES = {"gm_tag", "gm_tag_relation", "gm_table_statistic", "gm_partition_statistic", "gm_partition"}
 
@@ -24,13 +23,6 @@ def engine(request, tmp_path):
         engine = create_store_engine(url)
         yield engine
         engine.dispose()
-
-
-def downgrade(engine, revision: str) -> None:
-    config = alembic_config(engine)
-    with engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.downgrade(config, revision)
 
 
 def test_0010_adds_its_tables_to_a_database_with_data_and_its_downgrade_removes_them(engine):

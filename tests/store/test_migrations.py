@@ -16,7 +16,7 @@ from gravimeta.store import EntityStore
 from gravimeta.store.database import create_store_engine
 from gravimeta.store.migrations import check_schema, current_revision, head_revision, upgrade
 from tests.conftest import require_backend
-from tests.support.databases import BACKENDS, fresh_database
+from tests.support.databases import BACKENDS, downgrade, fresh_database
 
 FUTURE = "9999_from_the_future"
 
@@ -40,18 +40,6 @@ def engine_of():
     yield make
     for engine in engines:
         engine.dispose()
-
-
-def downgrade(engine, revision: str) -> None:
-    """alembic downgrade to `revision` on this engine's database."""
-    from alembic import command
-
-    from gravimeta.store.migrations import alembic_config
-
-    config = alembic_config(engine)
-    with engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.downgrade(config, revision)
 
 
 def stamp(engine, revision: str) -> None:

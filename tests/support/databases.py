@@ -12,12 +12,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy import create_engine, text
+from alembic import command
+from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
 from gravimeta.store.database import create_store_engine
-from gravimeta.store.migrations import upgrade
+from gravimeta.store.migrations import alembic_config, upgrade
 
 PG_ADMIN_URL = os.environ.get("GRAVIMETA_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 MYSQL_ADMIN_URL = os.environ.get("GRAVIMETA_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/test")
@@ -80,3 +81,12 @@ def _migrate(url: str) -> None:
     engine = create_store_engine(url)
     upgrade(engine)
     engine.dispose()
+
+
+def downgrade(engine: Engine, revision: str) -> None:
+    """alembic downgrade of the engine's database to `revision` (the migration tests' way back;
+    gravimeta itself never downgrades)."""
+    config = alembic_config(engine)
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, revision)
