@@ -655,7 +655,7 @@ def _locked(query: Any, lock: str | None) -> Any:
 
 @contextmanager
 def _unique(conflict: errors.AlreadyExists) -> Iterator[None]:
-    """A unique-key violation in the block becomes the given AlreadyExists (as _flush_unique)."""
+    """A unique-key violation in the block becomes the given AlreadyExists (the database decided the race)."""
     try:
         yield
     except IntegrityError as exc:
@@ -670,16 +670,12 @@ def _touch(row: MetalakeRow | CatalogRow | SchemaRow | TableRow, user: str) -> N
 
 
 def _flush_unique(s: Session, conflict: errors.AlreadyExists) -> None:
-    """Flush; a unique-key violation becomes the given AlreadyExists (the database decided the race).
+    """Flush; a unique-key violation becomes the given AlreadyExists (_unique).
 
     No savepoint: the caller's transaction is abandoned anyway when the conflict is raised, and on
     MySQL a deadlock inside a savepoint surfaced as 'SAVEPOINT does not exist' and was not retried."""
-    try:
+    with _unique(conflict):
         s.flush()
-    except IntegrityError as exc:
-        if _is_unique_violation(exc):
-            raise conflict from exc
-        raise
 
 
 # The cascade helpers take a SELECT of ids, lock those rows FOR UPDATE (waiting out any transaction
