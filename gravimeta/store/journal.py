@@ -26,17 +26,27 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    bindparam,
     delete,
     insert,
+    or_,
     select,
     update,
 )
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm import Session
+from sqlalchemy.sql import Select
 
 from gravimeta.capacity import check_json_size
 from gravimeta.concurrency.db_clock import db_now, db_now_plus, dialect_of
-from gravimeta.concurrency.paths import is_ancestor, related, related_in_sql
+from gravimeta.concurrency.paths import (
+    LIKE_ESCAPE,
+    ancestors,
+    descendant_pattern,
+    is_ancestor,
+    related,
+    related_in_sql,
+)
 from gravimeta.store import guard
 from gravimeta.store.entity_store import EntityStore
 from gravimeta.store.models import CatalogRow, MetalakeRow
@@ -98,6 +108,7 @@ class OperationJournal:
     def __init__(self, store: EntityStore):
         self.store = store
         self.dialect = dialect_of(store.engine)
+        self._pending_queries: dict[tuple[bool, int], Select[Any]] = {}
 
     def insert_in(self, s: Session, scope_path: str, operation: str, catalog_id: int, payload: str) -> Intent:
         """Record an intent inside the caller's write transaction (the one that checked the store)."""
@@ -218,17 +229,33 @@ class OperationJournal:
 
     def pending_in(self, s: Session, related_to: str | None = None, settle_ms: int = 0) -> list[Intent]:
         """`pending` inside the caller's transaction. The SQL filter is a superset on SQLite (its LIKE
-        ignores ASCII case), so the rows are checked again with the exact, case-sensitive relation."""
-        j = operation_journal.c
-        query = select(j.id, j.scope_path, j.operation, j.payload, j.catalog_id, j.state, j.holder, j.detail,
-                       j.created_at, (j.created_at <= db_now_plus(self.dialect, -settle_ms)).label("settled"),
-                       j.observed_at)
-        if related_to is not None:
-            query = query.where(related_in_sql(j.scope_path, related_to))
-        rows = s.execute(query.order_by(j.id)).all()
+        ignores ASCII case), so the rows are checked again with the exact, case-sensitive relation.
+        Every structural operation runs this before its claim's fence check: the statement is built
+        once per settle time and run on the session's connection (no ORM execution around a Core read)."""
+        query = self._pending_query(related_to is not None, settle_ms)
+        params = {} if related_to is None else {
+            "scope_path_1": [related_to, *ancestors(related_to)], "scope_path_2": descendant_pattern(related_to)}
+        rows = s.connection().execute(query, params).all()
         return [Intent(r.id, r.scope_path, r.operation, r.payload, r.catalog_id, r.state, r.holder, r.detail,
                        str(r.created_at), bool(r.settled), None if r.observed_at is None else str(r.observed_at))
                 for r in rows if related_to is None or related(r.scope_path, related_to)]
+
+    def _pending_query(self, filtered: bool, settle_ms: int) -> Select[Any]:
+        """The open-intents SELECT (with `filtered`: only rows related to a path, bound as scope_path_1,
+        the path and its ancestors, and scope_path_2, the LIKE pattern of its descendants; the names
+        SQLAlchemy gives the inline form, so the SQL sent is the same as related_in_sql's)."""
+        key = (filtered, int(settle_ms))
+        query = self._pending_queries.get(key)
+        if query is None:
+            j = operation_journal.c
+            query = select(j.id, j.scope_path, j.operation, j.payload, j.catalog_id, j.state, j.holder, j.detail,
+                           j.created_at, (j.created_at <= db_now_plus(self.dialect, -settle_ms)).label("settled"),
+                           j.observed_at)
+            if filtered:
+                query = query.where(or_(j.scope_path.in_(bindparam("scope_path_1", expanding=True)),
+                                        j.scope_path.like(bindparam("scope_path_2"), escape=LIKE_ESCAPE)))
+            query = self._pending_queries[key] = query.order_by(j.id)
+        return query
 
 
 def catalog_id_in(s: Session, metalake: str, catalog: str) -> int | None:
