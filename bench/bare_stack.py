@@ -10,15 +10,16 @@ gravimeta's own migrations. What this app leaves out is everything else a gravim
 marshmallow schemas, entities and DTOs, the ORM, the dispatchers, the tree lock and the claim, the
 connector, the journal, request logs, metrics, error wording.
 
-The SQL, statement for statement (tests/bench_smoke/test_bare_stack.py compares it on the wire with
-what gravimeta sends, so the two cannot drift apart unnoticed; bench/same_sql.py prints both):
-- create: BEGIN; the in-use check (metalake LEFT JOIN catalog, whole rows); the schema row FOR SHARE
+The SQL, statement for statement and byte for byte (tests/bench_smoke/test_ceiling.py compares it on
+the wire with what gravimeta sends, so the two cannot drift apart unnoticed; bench/same_sql.py prints both):
+- create: BEGIN; the in-use check (metalake LEFT JOIN catalog, whole rows); the open-intents read (the
+  journal rows under the schema's path, its ancestors or descendants); the schema row FOR SHARE
   (parent chain in nested scalar subqueries); INSERT the table RETURNING id; INSERT its columns in one
   multi-row INSERT ... RETURNING (SQLAlchemy's insertmanyvalues, ordered); COMMIT.
-- rename: BEGIN; the in-use check; the table row FOR UPDATE (parent chain in subqueries); its columns;
-  UPDATE name, modifier, time, version; COMMIT.
-- drop: BEGIN; the in-use check; the schema row FOR SHARE; the table row FOR UPDATE; DELETE its
-  columns; DELETE the row; COMMIT.
+- rename: BEGIN; the in-use check; the open-intents read; the table row FOR UPDATE (parent chain in
+  subqueries); its columns; UPDATE name, modifier, time, version; COMMIT.
+- drop: BEGIN; the in-use check; the open-intents read; the schema row FOR SHARE; the table row FOR
+  UPDATE; DELETE its tag relations and columns; DELETE the row; COMMIT.
 - load: the one load statement (in-use flags, schema id, table row, columns outer joined), outside a
   transaction (autocommit: one round trip).
 The routes and JSON shapes are gravimeta's, as far as the bench's wrk scripts need: the same script
@@ -50,6 +51,7 @@ from sqlalchemy import (
     create_engine,
     delete,
     insert,
+    literal_column,
     or_,
     select,
     update,
@@ -103,6 +105,8 @@ JOURNAL = Table("gm_operation_journal", METADATA, Column("id", Integer, primary_
                 Column("scope_path", String(1024)), Column("operation", String(64)), Column("payload", Text),
                 Column("catalog_id", Integer), Column("state", String(16)), Column("holder", String(256)),
                 Column("detail", Text), Column("created_at", String(40)), Column("observed_at", String(40)))
+# gravimeta's settle time (30 s) on PostgreSQL's clock, as its journal writes it (the ceiling runs on PostgreSQL)
+SETTLED_BEFORE = literal_column("(clock_timestamp() + interval '-30000 milliseconds')")
 
 
 def statements() -> SimpleNamespace:
@@ -116,10 +120,13 @@ def statements() -> SimpleNamespace:
     col_fields = ("position", "name", "type", "comment", "nullable", "auto_increment", "default_value")
     return SimpleNamespace(
         metalake=metalake, catalog=catalog, schema=schema, table=table, column=column,
-        # gravimeta looks for intents left open under the schema before a create (they are settled
-        # first, issue 15); on a healthy store it finds none, and neither does this app
-        open_intents=(select(JOURNAL).where(or_(JOURNAL.c.scope_path.in_(bindparam("ancestry", expanding=True)),
-                                                JOURNAL.c.scope_path.like(bindparam("descendants"))))
+        # gravimeta looks for intents left open under the schema before a create, rename or drop (they
+        # are settled first, issue 15; "settled": older than its settle time, 30 s); on a healthy store
+        # it finds none, and neither does this app. ancestry: the schema's path, then its ancestors.
+        open_intents=(select(*[c for c in JOURNAL.c if c.name != "observed_at"],
+                             (JOURNAL.c.created_at <= SETTLED_BEFORE).label("settled"), JOURNAL.c.observed_at)
+                      .where(or_(JOURNAL.c.scope_path.in_(bindparam("ancestry", expanding=True)),
+                                 JOURNAL.c.scope_path.like(bindparam("descendants"), escape="!")))
                       .order_by(JOURNAL.c.id)),
         in_use=(select(metalake, catalog)
                 .select_from(metalake.outerjoin(
@@ -198,9 +205,9 @@ def create_app(store_url: str) -> Flask:
         if not (found._mapping[q.metalake.c.in_use] and found._mapping[q.catalog.c.in_use]):
             raise Missing(f"{m}.{c} not in use")
 
-    def no_open_intents(conn: Any, *names: str) -> None:
-        path = "/" + "/".join(names)
-        ancestry = ["/", *("/" + "/".join(names[:i]) for i in range(1, len(names) + 1))]
+    def no_open_intents(conn: Any, m: str, c: str, s: str) -> None:
+        path = f"/{m}/{c}/{s}"
+        ancestry = [path, "/", f"/{m}", f"/{m}/{c}"]
         if conn.execute(q.open_intents, {"ancestry": ancestry, "descendants": f"{path}/%"}).first() is not None:
             raise Missing(f"{path}: an operation left open (gravimeta would settle it first)")
 
@@ -286,7 +293,7 @@ def create_app(store_url: str) -> Flask:
         new_name = request.get_json(force=True)["updates"][0]["newName"]
         with engine.begin() as conn:
             in_use(conn, m, c)
-            no_open_intents(conn, m, c, s, t)
+            no_open_intents(conn, m, c, s)
             row = conn.execute(q.table_by_path_for_update, {"m": m, "c": c, "s": s, "t": t}).first()
             if row is None:
                 raise Missing(f"{m}.{c}.{s}.{t}")
@@ -303,7 +310,7 @@ def create_app(store_url: str) -> Flask:
     def drop_table(m: str, c: str, s: str, t: str) -> Any:
         with engine.begin() as conn:
             in_use(conn, m, c)
-            no_open_intents(conn, m, c, s, t)
+            no_open_intents(conn, m, c, s)
             schema = conn.execute(q.schema_for_share, {"m": m, "c": c, "s": s}).first()
             row = None if schema is None else conn.execute(q.table_for_update, {"schema_id": schema.id, "t": t}).first()
             if row is not None:
