@@ -158,11 +158,13 @@ def churn_columns_until_gone(store: EntityStore, barrier: Any, m: str, c: str, s
 
 
 def cascade_drop_when_busy(store: EntityStore, barrier: Any, level: str, m: str, c: str, s: str, after: int) -> str:
-    """Wait until `after` tables exist under the schema (the creators are running), then cascade-drop."""
+    """Wait until `after` tables exist under the schema (the creators are running), then cascade-drop.
+    The wait is bounded by time, not by a count of polls: on a loaded machine 2000 quick polls ended
+    before the creators had written anything, and the test saw no race."""
     barrier.wait()
-    for _ in range(2000):
-        if len(store.list_tables(m, c, s)) >= after:
-            break
+    deadline = time.monotonic() + 30
+    while len(store.list_tables(m, c, s)) < after and time.monotonic() < deadline:
+        time.sleep(0.002)
     drop = {
         "schema": lambda: store.drop_schema(m, c, s, cascade=True),
         "catalog": lambda: store.drop_catalog(m, c, cascade=True),
