@@ -60,6 +60,12 @@ def post(base: str, path: str, body: dict) -> dict:
     return response.json()
 
 
+def log_tail(server: ServerProcess, lines: int = 40) -> str:
+    """The end of a replica's log, for a failure message (CI keeps no temporary directories)."""
+    assert server.log_path is not None
+    return "\n".join(server.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+
 def tree(base: str) -> None:
     post(base, API, {"name": M})
     post(base, f"{API}/{M}/catalogs", {"name": C, "type": "relational", "provider": "memory"})
@@ -118,7 +124,7 @@ def test_an_association_follows_the_object_renamed_by_another_replica(replicas):
     state = finished_or_blocked(rename, url)
     fp.resume(paused)
     assert associate.wait().status == 200 and associate.json["names"] == [TAG], associate.json
-    assert rename.wait().status == 200, rename.json
+    assert rename.wait().status == 200, (rename.json, log_tail(a), log_tail(b))
     post(a.url, f"{API}/{M}/catalogs/{C}/schemas/{S}/tables", {"name": T, "columns": COLUMNS})
 
     # the tag is on the table b found, under its new name; the new table under the old name has none
