@@ -10,9 +10,9 @@ carries its text; it does not change the number of round trips), the round trips
 Query) and whether the two apps agree. Exit status 1 when they do not: the ceiling must do the same
 database work as gravimeta's lock-off path, or its ratios mean nothing.
 
-"Agree" compares each statement's signature: its verb, the gm_* tables it names, and its row lock
-(FOR SHARE / FOR UPDATE), plus the round trips. Texts that also match character for character are
-marked `=`. With `--mode` other than off, gravimeta's extra claim statements show up as differences:
+"Agree" means the same statements character for character, in the same order, and the same round
+trips. A statement that differs is marked `~` when its signature still matches (its verb, the gm_*
+tables it names, its row lock: FOR SHARE / FOR UPDATE), `!` when not. With `--mode` other than off, gravimeta's extra claim statements show up as differences:
 that is what a claim adds to the ceiling's SQL.
 """
 
@@ -203,7 +203,7 @@ def compare(mode: str = "off", provider: str = "memory") -> tuple[dict[str, Wire
 
 
 def agree(a: Wire, b: Wire) -> bool:
-    return a.signatures == b.signatures and a.round_trips == b.round_trips
+    return [s.sql for s in a.statements] == [s.sql for s in b.statements] and a.round_trips == b.round_trips
 
 
 def main(argv: list[str] | None = None) -> None:
