@@ -7,7 +7,9 @@ not (false contention), never hide a real ancestor, so the check errs on the saf
 
 from __future__ import annotations
 
-from sqlalchemy import ColumnElement, or_
+from typing import Any
+
+from sqlalchemy import ColumnElement, bindparam, or_
 
 from gravimeta.entities import NameIdentifier
 
@@ -50,6 +52,19 @@ def related_in_sql(column: ColumnElement[str], path: str) -> ColumnElement[bool]
     """SQL: `column` holds `path`, an ancestor or a descendant of it. SQLite's LIKE ignores ASCII
     case, so callers re-check the rows they get with related()."""
     return or_(column.in_([path, *ancestors(path)]), column.like(descendant_pattern(path), escape=LIKE_ESCAPE))
+
+
+def related_in_sql_bound(column: ColumnElement[str]) -> ColumnElement[bool]:
+    """related_in_sql with the path left to bind when the statement runs (related_sql_values), for a
+    statement built once. The parameters are named as SQLAlchemy names related_in_sql's on a column
+    called scope_path, so the two send the same SQL (tests/unit/test_related_sql.py)."""
+    return or_(column.in_(bindparam("scope_path_1", expanding=True)),
+               column.like(bindparam("scope_path_2"), escape=LIKE_ESCAPE))
+
+
+def related_sql_values(path: str) -> dict[str, Any]:
+    """The values of related_in_sql_bound's parameters for `path`."""
+    return {"scope_path_1": [path, *ancestors(path)], "scope_path_2": descendant_pattern(path)}
 
 
 def anchor_of(path: str) -> str:

@@ -26,10 +26,8 @@ from sqlalchemy import (
     String,
     Table,
     Text,
-    bindparam,
     delete,
     insert,
-    or_,
     select,
     update,
 )
@@ -40,12 +38,11 @@ from sqlalchemy.sql import Select
 from gravimeta.capacity import check_json_size
 from gravimeta.concurrency.db_clock import db_now, db_now_plus, dialect_of
 from gravimeta.concurrency.paths import (
-    LIKE_ESCAPE,
-    ancestors,
-    descendant_pattern,
     is_ancestor,
     related,
     related_in_sql,
+    related_in_sql_bound,
+    related_sql_values,
 )
 from gravimeta.store import guard
 from gravimeta.store.entity_store import EntityStore
@@ -233,17 +230,15 @@ class OperationJournal:
         Every structural operation runs this before its claim's fence check: the statement is built
         once per settle time and run on the session's connection (no ORM execution around a Core read)."""
         query = self._pending_query(related_to is not None, settle_ms)
-        params = {} if related_to is None else {
-            "scope_path_1": [related_to, *ancestors(related_to)], "scope_path_2": descendant_pattern(related_to)}
+        params = {} if related_to is None else related_sql_values(related_to)
         rows = s.connection().execute(query, params).all()
         return [Intent(r.id, r.scope_path, r.operation, r.payload, r.catalog_id, r.state, r.holder, r.detail,
                        str(r.created_at), bool(r.settled), None if r.observed_at is None else str(r.observed_at))
                 for r in rows if related_to is None or related(r.scope_path, related_to)]
 
     def _pending_query(self, filtered: bool, settle_ms: int) -> Select[Any]:
-        """The open-intents SELECT (with `filtered`: only rows related to a path, bound as scope_path_1,
-        the path and its ancestors, and scope_path_2, the LIKE pattern of its descendants; the names
-        SQLAlchemy gives the inline form, so the SQL sent is the same as related_in_sql's)."""
+        """The open-intents SELECT (with `filtered`: only rows related to a path, whose values
+        related_sql_values gives), built once per settle time."""
         key = (filtered, int(settle_ms))
         query = self._pending_queries.get(key)
         if query is None:
@@ -252,8 +247,7 @@ class OperationJournal:
                            j.created_at, (j.created_at <= db_now_plus(self.dialect, -settle_ms)).label("settled"),
                            j.observed_at)
             if filtered:
-                query = query.where(or_(j.scope_path.in_(bindparam("scope_path_1", expanding=True)),
-                                        j.scope_path.like(bindparam("scope_path_2"), escape=LIKE_ESCAPE)))
+                query = query.where(related_in_sql_bound(j.scope_path))
             query = self._pending_queries[key] = query.order_by(j.id)
         return query
 
