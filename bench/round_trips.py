@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,8 @@ def rename_body(new_name: str) -> dict[str, Any]:
 
 
 class _MariaDBCommands:
-    """Every command PyMySQL sends (one round trip each), as text, while installed."""
+    """Every command PyMySQL sends (one round trip each), as text, inside the `with` block (which
+    restores PyMySQL's own method at its end, so a later mode does not count through two wrappers)."""
 
     def __init__(self) -> None:
         import pymysql.connections
@@ -63,13 +65,19 @@ class _MariaDBCommands:
         self.sent: list[str] = []
         self._cls = pymysql.connections.Connection
         self._original = self._cls._execute_command
-        commands = self.sent
+
+    def __enter__(self) -> _MariaDBCommands:
+        commands, original = self.sent, self._original
 
         def counted(conn: Any, command: int, sql: Any) -> Any:
             commands.append(sql.decode(errors="replace") if isinstance(sql, bytes) else str(sql))
-            return self._original(conn, command, sql)
+            return original(conn, command, sql)
 
         self._cls._execute_command = counted  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._cls._execute_command = self._original  # type: ignore[method-assign]
 
     def statements(self, since: int) -> tuple[int, int]:
         """(round trips, statements) sent since index `since`."""
@@ -80,12 +88,12 @@ class _MariaDBCommands:
 
 def measure_mode(mode: str, verbose: bool, provider: str = "memory", backend: str = "postgresql") -> None:
     with fresh_database(backend, Path(tempfile.mkdtemp())) as url, \
-            tempfile.NamedTemporaryFile("w+", suffix=".trace") as trace:
+            tempfile.NamedTemporaryFile("w+", suffix=".trace") as trace, \
+            (_MariaDBCommands() if backend == "mysql" else nullcontext()) as mariadb:
         settings = load_settings(environ={}, store_url=url, distributed_lock_enabled=mode != "off",
                                  distributed_lock_backend=None if mode == "off" else mode)
         app = create_app(settings)
         engine = app.extensions["gravimeta"].store.engine
-        mariadb = _MariaDBCommands() if backend == "mysql" else None
 
         if mariadb is None:
             @event.listens_for(engine, "connect")
