@@ -76,7 +76,6 @@ def test_operations_record_no_intent(api):
     assert recorded == []
 
 
-
 def test_operations_build_no_journal_payload(api, monkeypatch):
     """The intent's JSON (intent_records.encode: dataclasses.asdict, json.dumps) is built only for an
     intent that is written: a process-local catalog's direct path never builds it."""
@@ -90,6 +89,7 @@ def test_operations_build_no_journal_payload(api, monkeypatch):
     ok(client.delete(schema.child("u").path))
     ok(client.delete(schema.path))
     assert encoded == []
+
 
 @pytest.mark.parametrize("failure,status,code,type_name", FAILURES)
 def test_a_failed_create_leaves_nothing_in_the_store(api, failure, status, code, type_name):
