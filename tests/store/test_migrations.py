@@ -121,7 +121,6 @@ def test_a_database_at_0004_upgrades_to_the_waiter_line_and_back(empty_url, engi
     """Revision 0005 replaces 0004's claim function on PostgreSQL (another signature: the old one must
     go, not linger as an overload) and adds gm_claim_waiter; a downgrade restores 0004 exactly."""
 
-
     engine = engine_of(empty_url)
     upgrade(engine, "0004")
     upgrade(engine, "0005")
@@ -185,7 +184,6 @@ def _claim_function_arities(conn) -> list[int]:
 
 def test_a_database_at_0005_upgrades_to_the_advisory_function_and_back(empty_url, engine_of):
     """Revision 0006 adds gm_advisory_claim on PostgreSQL (nothing elsewhere); a downgrade removes it."""
-
 
     engine = engine_of(empty_url)
     upgrade(engine, "0005")
