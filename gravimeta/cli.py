@@ -116,7 +116,8 @@ def _serve(settings, bind, workers, threads, timeout, migrate) -> None:  # type:
         "worker_class": "gthread" if disabled_for_test("request_buffering")
         else buffering_worker.configured(settings.request_timeout_ms / 1000),
         "timeout": timeout,
-        "graceful_timeout": 30,  # a SIGTERM'd worker finishes its in-flight requests (server.py)
+        # a SIGTERM'd worker finishes its in-flight requests (server.py), for at most this long
+        "graceful_timeout": settings.graceful_timeout_s(),
     }
     GunicornServer(settings, options).run()
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -65,6 +66,11 @@ class Settings:
     # how long a client may take to send its whole request (gravimeta/serving/buffering_worker.py)
     request_timeout_ms: int = field(
         default=10000, metadata={"key": "gravimeta.server.request-timeout-ms", "env": "GRAVIMETA_REQUEST_TIMEOUT_MS"}
+    )
+    # how long a SIGTERM'd worker may finish its in-flight requests before it is killed (gunicorn's
+    # graceful timeout, in whole seconds, rounded up); a request stuck longer is ended with the worker
+    graceful_timeout_ms: int = field(
+        default=30000, metadata={"key": "gravimeta.server.graceful-timeout-ms", "env": "GRAVIMETA_GRACEFUL_TIMEOUT_MS"}
     )
     max_content_length: int = field(
         default=1024 * 1024,
@@ -140,6 +146,10 @@ class Settings:
             return 4 * self.lease_ttl_ms
         return self.idle_transaction_timeout_ms
 
+    def graceful_timeout_s(self) -> int:
+        """gunicorn's graceful_timeout (whole seconds, at least 1) from graceful-timeout-ms."""
+        return max(1, math.ceil(self.graceful_timeout_ms / 1000))
+
     def resolved_store_url(self) -> str:
         """The store URL, defaulting to an embedded SQLite file under GRAVIMETA_HOME (./var)."""
         if self.store_url:
@@ -184,6 +194,9 @@ def load_settings(
             "gravitino.metadata.distributed-lock.backend must be LEASE_TABLE, PG_ADVISORY or AUTO, "
             f"not {settings.distributed_lock_backend!r}"
         )
+    if settings.graceful_timeout_ms <= 0:
+        raise ValueError("gravimeta.server.graceful-timeout-ms must be a positive number of milliseconds, "
+                         f"not {settings.graceful_timeout_ms}")
     for name in filter(None, (n.strip().lower() for n in settings.authenticators.split(","))):
         if name not in ("simple", "oauth"):
             raise ValueError(f"gravitino.authenticators: unknown authenticator {name!r}; use simple and/or oauth")

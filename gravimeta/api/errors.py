@@ -19,6 +19,7 @@ from werkzeug.exceptions import HTTPException
 
 from gravimeta import errors
 from gravimeta.api.request_log import request_id
+from gravimeta.error_chain import error_chain
 
 log = logging.getLogger(__name__)
 
@@ -139,10 +140,6 @@ def note_refusal(exc: errors.GravitinoError) -> None:
     details only the server log may hold (GravitinoError.detail, also of the errors it was raised from:
     absolute paths, database hosts and roles). Refused input is logged this way: one line, never a
     traceback."""
-    details: list[str] = []
-    cause: BaseException | None = exc
-    while cause is not None and len(details) < 5:
-        if isinstance(cause, errors.GravitinoError) and cause.detail:
-            details.append(cause.detail)
-        cause = cause.__cause__
+    details = [cause.detail for cause in error_chain(exc, implicit=False)
+               if isinstance(cause, errors.GravitinoError) and cause.detail][:5]
     g.refusal = {"error": exc.type_name, "reason": exc.message[:500], **({"detail": "; ".join(details)} if details else {})}

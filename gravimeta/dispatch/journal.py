@@ -111,7 +111,10 @@ class Reconciler:
             failpoints.hit("engine.before_call", **context)
             op.engine(connector, record_, fence)
         except errors.GravitinoError as exc:
-            raise self._engine_failed(intent, op, exc) from exc
+            failure = self._engine_failed(intent, op, exc)
+            if failure is exc:  # the engine's own refusal: as it is (never "from" itself: a cycle)
+                raise
+            raise failure from exc
         # any other exception (a connector bug) propagates as it is; the intent stays for the repair
         try:
             failpoints.hit("engine.after_call", **context)

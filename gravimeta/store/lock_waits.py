@@ -35,6 +35,8 @@ from sqlalchemy import Connection, Engine, event, func, literal, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.elements import ColumnElement
 
+from gravimeta.error_chain import error_chain
+
 #: the execution option naming a monotonic deadline for the lock waits of a statement or a connection
 DEADLINE = "gravimeta_lock_deadline"
 #: the shortest bound ever sent (0 would mean "no limit" to PostgreSQL)
@@ -137,17 +139,13 @@ def caused_by(exc: BaseException, pg_states: set[str], mysql_codes: set[int]) ->
     error with one of these PostgreSQL SQLSTATEs or MariaDB/MySQL error codes. The chain matters: on
     MySQL a deadlock or timeout rolls the transaction back, and the ROLLBACK TO SAVEPOINT issued while
     unwinding then fails with 'SAVEPOINT does not exist', hiding the original error."""
-    seen: BaseException | None = exc
-    for _ in range(10):
-        if seen is None:
-            return False
+    for seen in error_chain(exc, limit=10):
         if isinstance(seen, DBAPIError):
             orig = seen.orig
             state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
             args: tuple[Any, ...] = getattr(orig, "args", ())
             if state in pg_states or (args and args[0] in mysql_codes):
                 return True
-        seen = seen.__cause__ or seen.__context__
     return False
 
 
