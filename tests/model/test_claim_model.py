@@ -1,4 +1,5 @@
-"""The claim protocol's Promela model (claim_protocol.pml, docs/claim-model.md), checked by spin.
+"""The Promela models (docs/claim-model.md), checked by spin: the claim protocol (claim_protocol.pml)
+and the journalled engine changes under it (engine_protocol.pml).
 
 Each case generates the verifier (`spin -a`), compiles it and runs `./pan` in its own temporary
 directory. The fixed protocol must be verified exhaustively: no error, a complete search (no depth
@@ -22,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-MODEL = Path(__file__).with_name("claim_protocol.pml")
+CLAIM_MODEL = Path(__file__).with_name("claim_protocol.pml")
+ENGINE_MODEL = Path(__file__).with_name("engine_protocol.pml")
 PAN_TIMEOUT_S = 300
 MEMORY_LIMIT_MB = 2048  # pan stops (and the check fails as incomplete) rather than swap a shared machine
 
@@ -36,6 +38,7 @@ class PanResult:
     seconds: float
     trail: Path | None
     directory: Path
+    model: Path
 
     @property
     def complete(self) -> bool:
@@ -61,11 +64,11 @@ def _run(command: list[str], cwd: Path, timeout: float) -> str:
     return output
 
 
-def check_model(directory: Path, defines: list[str]) -> PanResult:
+def check_model(directory: Path, defines: list[str], model: Path = CLAIM_MODEL) -> PanResult:
     """spin -a, gcc, ./pan in `directory`; the parsed result."""
     _tools()
-    shutil.copy(MODEL, directory / MODEL.name)
-    _run(["spin", "-a", *defines, MODEL.name], directory, 60)
+    shutil.copy(model, directory / model.name)
+    _run(["spin", "-a", *defines, model.name], directory, 60)
     _run(["gcc", "-O0", "-DSAFETY", "-DCOLLAPSE", f"-DMEMLIM={MEMORY_LIMIT_MB}", "-o", "pan", "pan.c"], directory, 120)
     # pan exits 0 whether or not it found an error: the verdict is in its report
     output = _run(["./pan", "-m100000"], directory, PAN_TIMEOUT_S)
@@ -75,7 +78,7 @@ def check_model(directory: Path, defines: list[str]) -> PanResult:
         assert found, f"pan's report has no match for {pattern!r}:\n{output}"
         return cast(found.group(1))
 
-    trail = directory / f"{MODEL.name}.trail"
+    trail = directory / f"{model.name}.trail"
     return PanResult(
         output=output,
         errors=int(str(number(r"errors: (\d+)"))),
@@ -84,12 +87,13 @@ def check_model(directory: Path, defines: list[str]) -> PanResult:
         seconds=float(str(number(r"pan: elapsed time ([0-9.e+]+) seconds", float))),
         trail=trail if trail.exists() else None,
         directory=directory,
+        model=model,
     )
 
 
 def replay(result: PanResult, defines: list[str]) -> str:
     """The counterexample as the model's own printf lines (spin -t)."""
-    return _run(["spin", "-t", *defines, MODEL.name], result.directory, 60)
+    return _run(["spin", "-t", *defines, result.model.name], result.directory, 60)
 
 
 # (id, defines): the protocol with the fixes of issue 14, every reachable state
@@ -144,3 +148,63 @@ def test_three_lease_replicas_with_reclaimer(tmp_path: Path) -> None:
     assert result.complete, result.output
     assert result.states > 1000
     print(f"three replicas + reclaimer: {result.states} states, {result.seconds} s")
+
+
+# ---------------------------------------------------------------------------------------------------
+# engine_protocol.pml: intents, fenced engine calls, store steps, repairs behind the barrier, renames,
+# imports and unlinks. Each configuration is small (under 0.15 M states, under a second of search); the
+# compile of each variant costs more than its search, so the suite runs one reverted variant per fix
+# and GRAVIMETA_MODEL_FULL=1 adds the rest.
+FULL = pytest.mark.skipif(not os.environ.get("GRAVIMETA_MODEL_FULL"), reason="set GRAVIMETA_MODEL_FULL=1")
+
+# (id, defines): the design with its fixes, every reachable state
+ENGINE_FIXED = [
+    pytest.param([], id="tables-import-drop-rename"),
+    pytest.param(["-DRENAME"], id="tables-drop-rename-repair"),
+    pytest.param(["-DSCHEMAS"], id="schemas-drop-create-rename"),
+    pytest.param(["-DREPAIRER"], id="tables-import-drop-rename-repair", marks=FULL),  # 6.7 M states, ~20 s
+    # each half of the import fix alone closes the window of these configurations (the design has both)
+    pytest.param(["-DBUG_IMPORT_INTENT"], id="tables-only-imports-fenced", marks=FULL),
+    pytest.param(["-DBUG_IMPORT_BARRIER"], id="tables-only-engine-drops-journalled", marks=FULL),
+]
+
+# (defines, lines the counterexample must show): each reverted fix must be caught
+ENGINE_REVERTED = [
+    pytest.param(["-DRENAME", "-DBUG_PATH_KEY"], ["catalog renamed", "engine dropped t (fence 1"],
+                 id="fences-keyed-by-path"),
+    pytest.param(["-DBUG_IMPORT"], ["import reads the engine (no barrier)", "engine dropped t"],
+                 id="import-unfenced-engine-drop-unjournalled"),
+    pytest.param(["-DSCHEMAS", "-DBUG_UNLINK"], ["engine created s (2)", "unlinked the file of s (1)"],
+                 id="unlink-by-name"),
+    # not a fix: the repair's barrier itself (the properties are not vacuous)
+    pytest.param(["-DRENAME", "-DNO_BARRIER"], ["observes: applied 0", "engine dropped t"],
+                 id="repair-without-barrier"),
+    pytest.param(["-DBUG_PATH_KEY"], ["catalog renamed", "engine dropped t"], id="fences-keyed-by-path-tables",
+                 marks=FULL),
+    pytest.param(["-DSCHEMAS", "-DBUG_PATH_KEY"], ["catalog renamed", "engine dropped s"],
+                 id="fences-keyed-by-path-schemas", marks=FULL),
+]
+
+
+@pytest.mark.parametrize("defines", ENGINE_FIXED)
+def test_engine_design_is_verified(tmp_path: Path, defines: list[str]) -> None:
+    result = check_model(tmp_path, defines, ENGINE_MODEL)
+    detail = result.output if result.trail is None else result.output + "\n" + replay(result, defines)
+    assert result.errors == 0, f"spin found a violation of the engine design ({defines}):\n{detail}"
+    assert result.trail is None
+    assert result.complete, f"the search was not exhaustive ({defines}):\n{result.output}"
+    assert result.states > 1000, f"too few states explored to mean anything ({defines}):\n{result.output}"
+    print(f"engine {defines}: {result.states} states, depth {result.depth}, {result.seconds} s")
+
+
+@pytest.mark.parametrize("defines,shows", ENGINE_REVERTED)
+def test_engine_reverted_fix_gives_a_counterexample(tmp_path: Path, defines: list[str], shows: list[str]) -> None:
+    result = check_model(tmp_path, defines, ENGINE_MODEL)
+    assert result.errors >= 1, f"spin did not catch the reverted fix ({defines}):\n{result.output}"
+    assert "assertion violated" in result.output, result.output
+    assert result.trail is not None, f"no trail written:\n{result.output}"
+    steps = replay(result, defines)
+    assert "assertion violated" in steps, steps
+    for line in ["claim granted", *shows]:
+        assert line in steps, f"{line!r} not in the counterexample:\n{steps}"
+    print(f"engine {defines}: counterexample after {result.states} states, depth {result.depth}")
