@@ -91,7 +91,9 @@ class CatalogDispatcher:
 
     def set_in_use(self, metalake: str, name: str, in_use: bool, user: str) -> None:
         """Enable or disable; setting the state the catalog already has writes nothing (Gravitino's
-        CatalogManager returns early then)."""
+        CatalogManager returns early then). It claims the metalake's scope (the scope of its TreeLock)
+        like a structural change: a disable waits for the structural changes running in the catalog on
+        any replica, so none of them can land after the disable was acknowledged."""
 
         def mutate(catalog: Catalog) -> Catalog:
             if catalog.in_use == in_use:
@@ -99,7 +101,7 @@ class CatalogDispatcher:
             catalog.in_use = in_use
             return catalog
 
-        with self.coordinator.local(NameIdentifier.of(metalake), LockType.WRITE), suppress(Unchanged):
+        with self.coordinator.structural(NameIdentifier.of(metalake), LockType.WRITE), suppress(Unchanged):
             self.authorizer.require_owner(user, (metalake, name), "enable or disable")
             require_metalake_in_use(self.store.get_metalake(metalake))
             self.store.update_catalog(metalake, name, mutate, user)

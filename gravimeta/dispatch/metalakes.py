@@ -56,7 +56,9 @@ class MetalakeDispatcher:
     def set_in_use(self, name: str, in_use: bool, user: str) -> None:
         """Enable or disable. Like Gravitino's MetalakeManager, a change also stores `in-use` among the
         metalake's properties (so later alter responses show it), and setting the state it already has
-        writes nothing."""
+        writes nothing. It claims the metalake's scope like a structural change: a disable waits for the
+        structural changes running inside the metalake on any replica, so none of them can land after
+        the disable was acknowledged (each checks in-use under its own claim)."""
 
         def mutate(metalake: Metalake) -> Metalake:
             if metalake.in_use == in_use:
@@ -65,7 +67,7 @@ class MetalakeDispatcher:
             metalake.properties[IN_USE] = "true" if in_use else "false"
             return metalake
 
-        with self.coordinator.local(NameIdentifier.of(name), LockType.WRITE), suppress(Unchanged):
+        with self.coordinator.structural(NameIdentifier.of(name), LockType.WRITE), suppress(Unchanged):
             self.authorizer.require_owner(user, (name,), "enable or disable")
             self.store.update_metalake(name, mutate, user)
 

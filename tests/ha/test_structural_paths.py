@@ -1,9 +1,10 @@
 """Every structural operation reachable from the REST API goes through the coordinator: one
 `Coordinator.structural` call per request, on the scope and with the lock type of Gravitino's
 dispatcher table (gravitino-api.md §2.2), with the claim taken before the TreeLock and released after
-it, and every store write of the request behind the claim's fence guard (DESIGN.md §2). Property
-changes and enable/disable take no claim, nor do tags and statistics; adding or dropping a partition
-claims the table (test_a_hive_partition_change_claims_the_table_before_its_engine_call for the engine).
+it, and every store write of the request behind the claim's fence guard (DESIGN.md §2). Enabling or
+disabling a metalake or catalog claims the metalake like a structural change (so it is ordered with the
+structural changes inside it). Property changes take no claim, nor do tags and statistics; adding or
+dropping a partition claims the table (test_a_hive_partition_change_claims_the_table_before_its_engine_call for the engine).
 
 The requests run through the Flask app (flag on, LEASE_TABLE, SQLite); the coordinator of that app is
 instrumented in place, so the dispatchers are exactly the ones the server uses.
@@ -80,10 +81,14 @@ OPERATIONS: list[tuple[str, str, str, Any, list[tuple[str, LockType]]]] = [
     ("set a statistic", "PUT", f"{API}/m/objects/table/c.s3.t3/statistics", {"updates": {"custom-n": 1}}, []),
     ("set a catalog property", "PUT", f"{CAT}/c", set_property("k"), []),
     ("rename catalog", "PUT", f"{CAT}/c", rename("c2"), [(M, W)]),
-    ("disable catalog", "PATCH", f"{CAT}/c2", {"inUse": False}, []),
-    ("enable catalog", "PATCH", f"{CAT}/c2", {"inUse": True}, []),
+    ("disable catalog", "PATCH", f"{CAT}/c2", {"inUse": False}, [(M, W)]),
+    ("disable a disabled catalog", "PATCH", f"{CAT}/c2", {"inUse": False}, [(M, W)]),
+    ("enable catalog", "PATCH", f"{CAT}/c2", {"inUse": True}, [(M, W)]),
     ("force drop catalog with a schema and table", "DELETE", f"{CAT}/c2?force=true", None, [(M, W)]),
     ("create catalog c3", "POST", CAT, {"name": "c3", "type": "relational", "provider": "memory"}, [(M, W)]),
+    ("disable metalake", "PATCH", f"{API}/m", {"inUse": False}, [(M, W)]),
+    ("enable metalake", "PATCH", f"{API}/m", {"inUse": True}, [(M, W)]),
+    ("enable an enabled metalake", "PATCH", f"{API}/m", {"inUse": True}, [(M, W)]),
     ("set a metalake property", "PUT", f"{API}/m", set_property("k"), []),
     ("rename metalake", "PUT", f"{API}/m", rename("m2"), [("/", W)]),
     ("force drop metalake with a catalog", "DELETE", f"{API}/m2?force=true", None, [("/", W)]),
