@@ -15,11 +15,11 @@ the wire with what gravimeta sends, so the two cannot drift apart unnoticed; ben
 - create: BEGIN; the in-use check (metalake LEFT JOIN catalog, whole rows); the open-intents read (the
   journal rows under the schema's path, its ancestors or descendants); the schema row FOR SHARE
   (parent chain in nested scalar subqueries); INSERT the table RETURNING id; INSERT its columns in one
-  multi-row INSERT ... RETURNING (SQLAlchemy's insertmanyvalues, ordered); COMMIT.
+  multi-row INSERT ... RETURNING (SQLAlchemy's insertmanyvalues, ordered); INSERT the write marker; COMMIT.
 - rename: BEGIN; the in-use check; the open-intents read; the table row FOR UPDATE (parent chain in
-  subqueries); its columns; UPDATE name, modifier, time, version; COMMIT.
+  subqueries); its columns; UPDATE name, modifier, time, version; INSERT the write marker; COMMIT.
 - drop: BEGIN; the in-use check; the open-intents read; the schema row FOR SHARE; the table row FOR
-  UPDATE; DELETE its tag relations and columns; DELETE the row; COMMIT.
+  UPDATE; DELETE its tag relations and columns; DELETE the row; INSERT the write marker; COMMIT.
 - load: the one load statement (in-use flags, schema id, table row, columns outer joined), outside a
   transaction (autocommit: one round trip).
 The routes and JSON shapes are gravimeta's, as far as the bench's wrk scripts need: the same script
@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import uuid
 from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
@@ -105,6 +106,11 @@ JOURNAL = Table("gm_operation_journal", METADATA, Column("id", Integer, primary_
                 Column("scope_path", String(1024)), Column("operation", String(64)), Column("payload", Text),
                 Column("catalog_id", Integer), Column("state", String(16)), Column("holder", String(256)),
                 Column("detail", Text), Column("created_at", String(40)), Column("observed_at", String(40)))
+# every write transaction records its operation id last, before COMMIT (gravimeta/store/commit_check.py:
+# a COMMIT whose reply is lost is looked up there); gravimeta's garbage collection of old markers, one
+# DELETE after every 100th write, is left out
+WRITE_MARKER = Table("gm_write_marker", METADATA, Column("op_id", String(32), primary_key=True),
+                     Column("created_at", Text))
 # gravimeta's settle time (30 s) on PostgreSQL's clock, as its journal writes it (the ceiling runs on PostgreSQL)
 SETTLED_BEFORE = literal_column("(clock_timestamp() + interval '-30000 milliseconds')")
 
@@ -153,6 +159,7 @@ def statements() -> SimpleNamespace:
                      column.c.table_id.in_(bindparam("ids", expanding=True))))))),
         delete_columns=delete(column).where(column.c.table_id.in_(bindparam("ids", expanding=True))),
         delete_table=delete(table).where(table.c.id.in_(bindparam("ids", expanding=True))),
+        mark=insert(WRITE_MARKER).values(op_id=bindparam("op_id"), created_at=literal_column("clock_timestamp()")),
         load=(select(metalake.c.in_use.label("metalake_in_use"), catalog.c.in_use.label("catalog_in_use"),
                      schema.c.id.label("found_schema_id"), *table.c,
                      *(column.c[f].label(f"col_{f}") for f in col_fields))
@@ -274,6 +281,7 @@ def create_app(store_url: str) -> Flask:
                  "comment": col["comment"], "nullable": col["nullable"], "auto_increment": col["autoIncrement"],
                  "default_value": None if col.get("defaultValue") is None else json.dumps(col["defaultValue"])}
                 for i, col in enumerate(columns)])
+            conn.execute(q.mark, {"op_id": uuid.uuid4().hex})
         return {"code": 0, "table": _table_json(row, columns)}
 
     @app.get(f"{tables}/<t>")
@@ -302,6 +310,7 @@ def create_app(store_url: str) -> Flask:
                        for r in conn.execute(q.columns_of, {"table_id": row.id})]
             modified = {"name": new_name, "user": "anonymous", "time": now_iso(), "version": row.version + 1}
             conn.execute(q.rename, {"table_id": row.id, **modified})
+            conn.execute(q.mark, {"op_id": uuid.uuid4().hex})
         renamed = SimpleNamespace(**{**row._asdict(), "name": new_name, "last_modifier": "anonymous",
                                      "last_modified_time": modified["time"], "version": modified["version"]})
         return {"code": 0, "table": _table_json(renamed, columns)}
@@ -317,6 +326,7 @@ def create_app(store_url: str) -> Flask:
                 conn.execute(q.delete_tag_relations, {"ids": [row.id]})
                 conn.execute(q.delete_columns, {"ids": [row.id]})
                 conn.execute(q.delete_table, {"ids": [row.id]})
+            conn.execute(q.mark, {"op_id": uuid.uuid4().hex})
         return {"code": 0, "dropped": row is not None}
 
     return app

@@ -196,9 +196,26 @@ class StoreRefused(IllegalArgument):
 
 
 class StoreUnavailable(GravitinoError):
-    """The shared database cannot be reached; nothing was changed."""
+    """The shared database failed or cannot be reached, and nothing was changed (except CommitOutcomeUnknown,
+    whose message says the change may have been made)."""
 
     code, http_status, type_name = 1002, 503, "RuntimeException"
+
+
+class CommitOutcomeUnknown(StoreUnavailable):
+    """The connection to the shared database failed during a COMMIT, and the server could not look
+    afterwards whether that transaction committed (gravimeta/store/commit_check.py): the change may or
+    may not have been made. `operation`: the id the transaction recorded, named in the message.
+
+    502 with ConnectionFailed's code and type, as OutcomeUnknown. It stays a StoreUnavailable so that
+    whoever treats a failed store as such keeps doing so: a repair stops, and the journal's store step
+    answers with its own pending operation."""
+
+    code, http_status, type_name = 1007, 502, "ConnectionFailedException"
+
+    def __init__(self, message: str, operation: str, detail: str | None = None):
+        super().__init__(message, detail)
+        self.operation = operation
 
 
 class SchemaVersionMismatch(Exception):

@@ -60,6 +60,7 @@ from gravimeta import errors, failpoints
 from gravimeta.concurrency import metrics, paths
 from gravimeta.concurrency.scope_lease import LeaseBackend, LeaseClaim, _Backoff
 from gravimeta.entities import NameIdentifier
+from gravimeta.store.commit_check import commit_joined
 from gravimeta.store.database import disabled_for_test
 
 log = logging.getLogger(__name__)
@@ -172,13 +173,18 @@ class AdvisoryClaim:
         self._written = True
 
     def commit(self) -> None:
-        """The operation ended normally: commit its store writes, which ends the locks. Raises if the
-        commit fails (then nothing the operation wrote was saved)."""
+        """The operation ended normally: commit its store writes, which ends the locks. A COMMIT whose
+        connection failed is checked as a store write's own (commit_check.py: returns if it committed,
+        StoreUnavailable if not, CommitOutcomeUnknown if that cannot be looked up); a COMMIT the server
+        refused is StoreUnavailable (nothing the operation wrote was saved)."""
         session, self._session = self._session, None
         if session is None:
             return
         try:
-            session.commit()
+            commit_joined(session)
+        except DBAPIError as exc:
+            raise errors.StoreUnavailable("The metadata database failed; nothing was changed",
+                                          detail=str(exc.orig)) from exc
         finally:
             self._end()
 

@@ -29,7 +29,8 @@ from gravimeta import errors, failpoints
 from gravimeta.entities import Audit, Catalog, Column, Metalake, Schema, Table
 from gravimeta.store import attachments, convert, lock_waits
 from gravimeta.store import core_statements as cs
-from gravimeta.store.database import disabled_for_test, snapshot_session, write_session
+from gravimeta.store.commit_check import CommitCheck
+from gravimeta.store.database import disabled_for_test, snapshot_session
 from gravimeta.store.guard import current_guard, joined_transaction
 from gravimeta.store.models import (
     CatalogRow,
@@ -117,6 +118,8 @@ class EntityStore:
         #: called once per snapshot transaction (the app counts them in a Prometheus metric)
         self.on_snapshot = on_snapshot
         self._open_snapshot: ContextVar[Session | None] = ContextVar(f"gravimeta_snapshot_{id(self)}", default=None)
+        #: the write transactions' COMMITs, looked up when their reply is lost (commit_check.py)
+        self.commits = CommitCheck(engine)
 
     # ----------------------------------------------------------------- transactions
 
@@ -150,20 +153,33 @@ class EntityStore:
         a wait in them (a lock on a table, a slow disk) happens before a lease claim's guard locks its
         claim row: a holder paused there must not keep the stealer of its expired claim waiting. The
         guard then re-checks the claim in this transaction, so a prelude that read after a steal cannot
-        commit."""
+        commit.
+        The COMMIT is checked when its connection fails (commit_check.py): the write then returns its
+        result if the transaction committed, StoreUnavailable if it did not, CommitOutcomeUnknown (502,
+        with the operation id) if that could not be looked up. Any other failure comes before COMMIT, or
+        is a COMMIT the server refused: nothing was changed."""
         joined = joined_transaction()
+
+        def body(session: Session) -> T:
+            if prelude is not None:
+                prelude(session)
+            guard = current_guard()
+            if guard is not None:
+                guard(session)
+                failpoints.hit("guard.after_lock")
+            result = work(session)
+            if guard is not None:
+                failpoints.hit("store.before_commit")
+            return result
+
         for attempt in range(self.max_retries + 1):
             try:
-                with self._translated(), (joined() if joined is not None else write_session(self.engine)) as session:
-                    if prelude is not None:
-                        prelude(session)
-                    guard = current_guard()
-                    if guard is not None:
-                        guard(session)
-                        failpoints.hit("guard.after_lock")
-                    result = work(session)
-                    if guard is not None:
-                        failpoints.hit("store.before_commit")
+                with self._translated():
+                    if joined is None:
+                        return self.commits.run(body)  # its COMMIT checked when the connection fails there
+                    with joined() as session:
+                        result = body(session)
+                        self.commits.mark_joined(session)  # the claim's commit is checked (commit_check.py)
                     return result
             except DBAPIError as exc:
                 if attempt < self.max_retries and _is_retryable(exc):
@@ -174,6 +190,9 @@ class EntityStore:
 
     @contextmanager
     def _translated(self) -> Iterator[None]:
+        """Driver errors as domain errors. In a write they are definite: they come before COMMIT, or
+        from a COMMIT the server answered, so "nothing was changed" is true (a COMMIT whose connection
+        failed is settled by commit_check.py and never reaches here as a driver error)."""
         try:
             yield
         except IntegrityError as exc:

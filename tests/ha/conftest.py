@@ -33,8 +33,12 @@ GRAVIMETA_HA_DISABLE (test-only) may name one mechanism:
                     holder out (gravimeta/dispatch/engine_calls.py; tests/engine/test_zombie_engine_calls.py)
   request_buffering `gravimeta serve` runs plain gthread instead of the buffering worker
                     (gravimeta/cli.py; tests/ops/test_slow_clients.py)
+  commit_session_end  the check of a lost COMMIT takes a missing write marker as "did not commit"
+                    without ending the old session and waiting for it to go (store/commit_check.py;
+                    tests/store/test_commit_check.py: a COMMIT still on its way then commits after the
+                    answer "nothing was changed")
 The switches read by the server itself (no_snapshot, no_row_lock, advisory_queue, no_owner_lock,
-tag_object_lock, statistics_row_lock, engine_fence, request_buffering) go through
+tag_object_lock, statistics_row_lock, engine_fence, request_buffering, commit_session_end) go through
 gravimeta.store.database.disabled_for_test and are marked TEST-ONLY where they act.
 """
 

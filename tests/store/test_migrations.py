@@ -265,8 +265,10 @@ def test_a_database_at_0006_upgrades_to_owners_and_back(empty_url, engine_of):
     engine = engine_of(empty_url)
     upgrade(engine, "0006")
     store = EntityStore(engine)
+    store.commits.enabled = False  # revision 0006 has no write markers (0014)
     store.create_metalake(Metalake("m"), "old")  # data written before the revision keeps working
     upgrade(engine)
+    store = EntityStore(engine)
     assert {"gm_principal", "gm_owner"} <= set(inspect(engine).get_table_names())
     store.create_catalog(Catalog("m", "c", "relational", "memory"), "u")
     store.create_schema("m", "c", Schema("s"), "u")

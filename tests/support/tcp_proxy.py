@@ -4,6 +4,15 @@ that connect through it, without touching the shared database server other tests
 `cut()` resets every open connection (RST) and resets every new one as soon as it is accepted, which
 is what a client sees while a database server restarts or a network path is down; `restore()` lets
 new connections through again. The proxy runs an asyncio loop in a daemon thread; `stop()` ends it.
+
+`lose_commit(after, deliver)` cuts one connection at the COMMIT of a chosen transaction: the first COMMIT
+a client sends after `after` (bytes of one of that transaction's statements, e.g. b"INSERT INTO gm_table";
+looked for in what the client sent since its previous COMMIT or ROLLBACK). `deliver=True`: the COMMIT
+reaches the server, and the connection is reset once the server's answer reaches the proxy (so the
+transaction has committed; the client never gets the answer). `deliver=False`: the COMMIT is dropped and
+the connection reset (the server rolls the transaction back). `then_cut=True`: the proxy stays cut
+afterwards (the database is unreachable until `restore()`). Both protocols carry the statement's text
+in the clear: PostgreSQL's Query/Parse messages and MariaDB's COM_QUERY.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ class TcpProxy:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True, name="tcp-proxy")
         self._server: asyncio.base_events.Server | None = None
+        self._commit_loss: _CommitLoss | None = None
         self.accepted = 0
         self.refused = 0
 
@@ -41,6 +51,13 @@ class TcpProxy:
 
     def restore(self) -> None:
         self._call(self._set_cut(False))
+
+    def lose_commit(self, after: bytes, deliver: bool, then_cut: bool = False) -> threading.Event:
+        """Arm the cut of the next COMMIT of a transaction that sent `after` (module docstring); the
+        event is set once the connection was cut."""
+        loss = _CommitLoss(after, deliver, then_cut)
+        self._commit_loss = loss
+        return loss.done
 
     def stop(self) -> None:
         if not self._thread.is_alive():
@@ -94,23 +111,76 @@ class TcpProxy:
             return
         self.accepted += 1
         self._writers.update((writer, up_writer))
+        link = _Link(writer, up_writer)
         try:
-            await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+            await asyncio.gather(self._upstream(reader, link), self._downstream(up_reader, link))
         finally:
             for w in (writer, up_writer):
                 self._writers.discard(w)
                 _reset(w)
 
+    async def _upstream(self, reader: asyncio.StreamReader, link: _Link) -> None:
+        """Client to server, watching for the COMMIT that lose_commit() armed."""
+        try:
+            while data := await reader.read(65536):
+                loss = self._commit_loss
+                if loss is not None and not loss.fired:
+                    if b"COMMIT" in data and loss.after in link.sent_since_commit + data:
+                        loss.fired = True
+                        if not loss.deliver:
+                            await self._lose(link, loss)
+                            return
+                        link.swallow = loss  # the server's answer is dropped, then the link reset
+                    elif b"COMMIT" in data or b"ROLLBACK" in data:
+                        link.sent_since_commit = b""
+                    else:
+                        link.sent_since_commit = (link.sent_since_commit + data)[-65536:]
+                link.up.write(data)
+                await link.up.drain()
+        except (OSError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            _reset(link.up)
 
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    try:
-        while data := await reader.read(65536):
-            writer.write(data)
-            await writer.drain()
-    except (OSError, asyncio.IncompleteReadError):
-        pass
-    finally:
-        _reset(writer)
+    async def _downstream(self, reader: asyncio.StreamReader, link: _Link) -> None:
+        try:
+            while data := await reader.read(65536):
+                if link.swallow is not None:  # the answer to the lost COMMIT: the transaction committed
+                    await self._lose(link, link.swallow)
+                    return
+                link.down.write(data)
+                await link.down.drain()
+        except (OSError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            _reset(link.down)
+
+
+    async def _lose(self, link: _Link, loss: _CommitLoss) -> None:
+        if loss.then_cut:
+            await self._set_cut(True)
+        link.reset()
+        loss.done.set()
+
+
+class _CommitLoss:
+    def __init__(self, after: bytes, deliver: bool, then_cut: bool):
+        self.after, self.deliver, self.then_cut = after, deliver, then_cut
+        self.fired = False
+        self.done = threading.Event()
+
+
+class _Link:
+    """One proxied connection: the client's side (`down`) and the server's (`up`)."""
+
+    def __init__(self, down: asyncio.StreamWriter, up: asyncio.StreamWriter):
+        self.down, self.up = down, up
+        self.sent_since_commit = b""
+        self.swallow: _CommitLoss | None = None
+
+    def reset(self) -> None:
+        _reset(self.down)
+        _reset(self.up)
 
 
 def _reset(writer: asyncio.StreamWriter) -> None:
