@@ -16,8 +16,10 @@ Contract for implementers:
   repair takes "absent" as evidence and changes the store by it.
 
 The fence contract (connectors/fencing.py, docs/consistency.md §4). Every mutating call (create_*,
-drop_*, rename_table, alter_table, purge_table) receives `fence=`: the scope and fencing token of the
-cross-node claim it is made under, and the deadline by which the call must end on the caller's side.
+drop_*, rename_table, alter_table, purge_table, add/drop_partition) receives `fence=`: the identity key
+of the object the cross-node claim covers, the claim's fencing token, and the deadline by which the
+call must end on the caller's side. gravimeta makes these calls only through its engine door
+(gravimeta/dispatch/engine_door.py); connectors/door_guard.py makes a call outside it fail.
 - Every connector bounds the waits of a call by `fence.timeout(...)` (it raises StaleFence once the
   deadline has passed: then nothing may be sent).
 - A connector whose engine can keep a little state sets `checks_fences = True` and makes the engine
@@ -41,6 +43,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from connectors import door_guard
 from connectors.fencing import NO_FENCE, Fence
 from connectors.properties import CatalogProperties
 from gravimeta.entities import Schema, Table
@@ -88,6 +91,15 @@ class Connector(ABC):
 
     def __init__(self, context: CatalogContext):
         self.context = context
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every mutating method a connector defines refuses to run outside gravimeta's engine door
+        once the server requires the door (connectors/door_guard.py)."""
+        super().__init_subclass__(**kwargs)
+        for name in door_guard.MUTATORS:
+            method = cls.__dict__.get(name)
+            if method is not None and not getattr(method, "__door_guarded__", False):
+                setattr(cls, name, door_guard.guarded(method))
 
     @classmethod
     def validate_properties(cls, properties: dict[str, str]) -> None:

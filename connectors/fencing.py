@@ -4,19 +4,23 @@ A structural operation runs under a cross-node claim on a scope ('/m/c' or '/m/c
 token that grows with every grant. A holder can lose its claim (its lease expired while it was paused)
 and still have an engine call on its way; the next holder must be able to make the engine refuse it.
 So every mutating call carries a Fence, and an engine that can check it does so *storage-side, in the
-same transaction as the change* (DESIGN.md §9):
+same transaction as the change*:
 
     refuse the call (StaleFence, nothing changed) when its token is lower than the highest token the
-    engine has seen on the call's scope, or on any related scope (an ancestor or a descendant) when
-    the tokens are ordered across related scopes (`related`); otherwise record the token for the
-    scope and make the change.
+    engine has seen on the call's key, or on any related key (an ancestor or a descendant) when the
+    tokens are ordered across related keys (`related`); otherwise record the token for the key and make
+    the change.
 
-`highest_conflicting` is that rule over the (scope, token) pairs an engine keeps; the sqlite catalog and
-the hive stub both use it, so the rule lives in one place. The caller (gravimeta/dispatch/engine_calls.py)
-builds the Fence from the running operation's claim. `related` is False while claims number fences per
-path (a token then says nothing about another path's tokens): the engine compares with the same scope
-only. An engine that cannot check fences ignores them (Connector.checks_fences = False); the repair then
-waits out its calls instead (docs/consistency.md §4).
+The key names the object the claim covers by its identity, not by its name: '/c<catalog id>.<create
+time>/s<schema id>.<create time>/t<table id>.<create time>' (gravimeta/dispatch/engine_keys.py). A
+rename changes no key, so it can never turn an old holder's call into an "unrelated" one; a schema or
+table dropped and created again under the same name is another object with another key.
+
+`highest_conflicting` is that rule over the (key, token) pairs an engine keeps; the sqlite catalog and
+the hive stub both use it, so the rule lives in one place. The caller (gravimeta/dispatch/engine_door.py,
+the one door every engine change goes through) builds the Fence from the running operation's claim. An
+engine that cannot check fences ignores them (Connector.checks_fences = False); the repair then waits out
+its calls instead (docs/consistency.md §4).
 """
 
 from __future__ import annotations
@@ -36,7 +40,8 @@ SCOPE_HEADER, TOKEN_HEADER, RELATED_HEADER = "X-Gravimeta-Fence-Scope", "X-Gravi
 class Fence:
     """What a mutating call is made under.
 
-    scope:    the claim's scope path ('/m/c/s'); '' when the call runs under no claim.
+    key:      the identity key of the object the claim covers (see the module docstring); '' when the
+              call runs under no claim.
     token:    the claim's fencing token; None when there is none (distributed lock off, or a claim
               without a token): the engine then checks nothing and records nothing.
     related:  tokens are ordered across related scopes, so compare with ancestors and descendants too.
@@ -45,7 +50,7 @@ class Fence:
               of the call by it (socket and busy timeouts) and refuses to start once it has passed.
     """
 
-    scope: str = ""
+    key: str = ""
     token: int | None = None
     related: bool = False
     deadline: float | None = None
@@ -58,7 +63,7 @@ class Fence:
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise errors.StaleFence(
-                f"The claim on {self.scope} ran out before this engine call could be made; nothing was changed"
+                f"The claim on {self.key} ran out before this engine call could be made; nothing was changed"
             )
         return min(default, left)
 
@@ -66,7 +71,7 @@ class Fence:
         """The fence as HTTP headers (empty when it has no token)."""
         if self.token is None:
             return {}
-        return {SCOPE_HEADER: quote(self.scope, safe="/"), TOKEN_HEADER: str(self.token),
+        return {SCOPE_HEADER: quote(self.key, safe="/"), TOKEN_HEADER: str(self.token),
                 RELATED_HEADER: "1" if self.related else "0"}
 
     @classmethod
@@ -87,8 +92,8 @@ def is_ancestor(a: str, b: str) -> bool:
 
 
 def related(a: str, b: str) -> bool:
-    """The claim layer's relation on scope paths (gravimeta/concurrency/paths.py): equal, or one is an
-    ancestor of the other. Case-sensitive."""
+    """Keys (like the claim layer's scope paths) are related when equal or one is an ancestor of the
+    other. Case-sensitive."""
     return a == b or is_ancestor(a, b) or is_ancestor(b, a)
 
 
@@ -97,8 +102,8 @@ def highest_conflicting(seen: Iterable[tuple[str, int]], fence: Fence) -> int | 
     if fence.token is None:
         return None
     worst = None
-    for scope, token in seen:
-        if token > fence.token and (scope == fence.scope or (fence.related and related(scope, fence.scope))):
+    for key, token in seen:
+        if token > fence.token and (key == fence.key or (fence.related and related(key, fence.key))):
             worst = token if worst is None else max(worst, token)
     return worst
 
@@ -106,6 +111,6 @@ def highest_conflicting(seen: Iterable[tuple[str, int]], fence: Fence) -> int | 
 def stale_fence(fence: Fence, seen: int, engine: str) -> errors.StaleFence:
     """The error an engine raises for a refused call."""
     return errors.StaleFence(
-        f"{engine} refused a call under the claim on {fence.scope} with fence {fence.token}: it has seen fence "
-        f"{seen}, so another operation holds that scope now; nothing was changed"
+        f"{engine} refused a call on {fence.key} with fence {fence.token}: it has seen fence "
+        f"{seen}, so another operation has taken over that object; nothing was changed"
     )

@@ -9,8 +9,9 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from flask import Flask
+from flask import Flask, g
 
+from connectors import door_guard
 from connectors.registry import ConnectorRegistry
 from connectors.sqlite.paths import ROOT_ENV, catalog_root
 from gravimeta import failpoints
@@ -105,7 +106,21 @@ def create_app(settings: Settings | None = None, **overrides: Any) -> Flask:
     if services.health.schema_verified:  # a store that is away gets the root from the next server start
         publish_engine_roots(services)
     register_api(app)
+    guard_engine_calls(app)
     return app
+
+
+def guard_engine_calls(app: Flask) -> None:
+    """While a request is served, a mutating connector call outside the engine door raises
+    (connectors/door_guard.py): every engine change must go through gravimeta/dispatch/engine_door.py."""
+
+    @app.before_request
+    def _enter() -> None:
+        g.engine_door_guard = door_guard.enter_serving()
+
+    @app.teardown_request
+    def _leave(_exc: BaseException | None) -> None:
+        door_guard.leave_serving(g.pop("engine_door_guard", None))
 
 
 def publish_engine_roots(services: Services) -> None:

@@ -56,15 +56,15 @@ class Metastore:
         fences: dict[str, int] = self._data["fences"]
         seen = highest_conflicting(fences.items(), fence)
         if seen is not None:
-            raise StubError(409, "StaleFence", f"fence {fence.token} on {fence.scope} is stale: fence {seen} was seen")
-        fences[fence.scope] = max(fences.get(fence.scope, 0), fence.token)
+            raise StubError(409, "StaleFence", f"fence {fence.token} on {fence.key} is stale: fence {seen} was seen")
+        fences[fence.key] = max(fences.get(fence.key, 0), fence.token)
 
     def fence(self, fence: Fence) -> dict[str, Any]:
         """The barrier: record the fence without changing anything else."""
         with self._lock:
             self._admit(fence)
             self._persist()
-            return {"scope": fence.scope, "fence": fence.token}
+            return {"scope": fence.key, "fence": fence.token}
 
     def _db(self, name: str) -> dict[str, Any]:
         db = self._data["databases"].get(name)

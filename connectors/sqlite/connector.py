@@ -138,7 +138,7 @@ class SQLiteCatalogConnector(Connector):
     @contextmanager
     def _transaction(self, conn: sqlite3.Connection, fence: Fence) -> Iterator[None]:
         """One write transaction whose first statement checks and records the call's fence."""
-        failpoints.hit("sqlite.before_begin", catalog=self.context.catalog, scope=fence.scope, fence=fence.token)
+        failpoints.hit("sqlite.before_begin", catalog=self.context.catalog, scope=fence.key, fence=fence.token)
         conn.execute("BEGIN IMMEDIATE")
         fences.check_and_record(conn, fence, self.context.catalog)
         yield

@@ -35,20 +35,20 @@ def check_and_record(conn: sqlite3.Connection, fence: Fence, catalog: str) -> No
     if fence.token is None:
         return
     if fence.related:
-        prefix = "/" if fence.scope == "/" else fence.scope + "/"
-        candidates = [fence.scope, *_ancestors(fence.scope)]
+        prefix = "/" if fence.key == "/" else fence.key + "/"
+        candidates = [fence.key, *_ancestors(fence.key)]
         rows = conn.execute(
             f"SELECT scope, fence FROM main.{TABLE} WHERE scope IN ({', '.join('?' * len(candidates))}) "
             "OR (scope >= ? AND scope < ?)",
             (*candidates, prefix, prefix[:-1] + "0"),
         ).fetchall()
     else:
-        rows = conn.execute(f"SELECT scope, fence FROM main.{TABLE} WHERE scope = ?", (fence.scope,)).fetchall()
+        rows = conn.execute(f"SELECT scope, fence FROM main.{TABLE} WHERE scope = ?", (fence.key,)).fetchall()
     seen = highest_conflicting(rows, fence)
     if seen is not None:
         raise stale_fence(fence, seen, f"SQLite catalog {catalog}")
     conn.execute(
         f"INSERT INTO main.{TABLE} (scope, fence) VALUES (?, ?) "
         "ON CONFLICT(scope) DO UPDATE SET fence = max(fence, excluded.fence)",
-        (fence.scope, fence.token),
+        (fence.key, fence.token),
     )

@@ -12,8 +12,10 @@ from connectors.base import CatalogContext
 from gravimeta import errors
 from gravimeta.concurrency.coordinator import Coordinator
 from gravimeta.concurrency.tree_lock import LockType
+from gravimeta.dispatch import engine_door
 from gravimeta.dispatch.changes import Changes, Unchanged, apply_catalog_changes, is_rename, property_changes
 from gravimeta.dispatch.connector_cache import ConnectorCache
+from gravimeta.dispatch.retirement import retire
 from gravimeta.entities import Catalog, Metalake, NameIdentifier
 from gravimeta.ownership.authorizer import Authorizer
 from gravimeta.store import EntityStore
@@ -51,7 +53,7 @@ class CatalogDispatcher:
         with self.coordinator.structural(NameIdentifier.of(catalog.metalake), LockType.WRITE), \
                 connector_class.location_guard(catalog.properties, self._others(catalog.provider)):
             # the engine's home first (the sqlite file), so that later "missing" means "unreachable"
-            connector_class(CatalogContext(catalog.metalake, catalog.name, dict(catalog.properties))).prepare_engine()
+            engine_door.prepare(connector_class(CatalogContext(catalog.metalake, catalog.name, dict(catalog.properties))))
             return self.store.create_catalog(catalog, user, precheck=require_metalake_in_use)
 
     def _others(self, provider: str, exclude: tuple[str, str] | None = None) -> Callable[[], Iterable[Any]]:
@@ -115,6 +117,12 @@ class CatalogDispatcher:
 
         with self.coordinator.structural(NameIdentifier.of(metalake), LockType.WRITE):
             self.authorizer.require_owner(user, (metalake, name), "drop")
+            try:
+                catalog = self.store.get_catalog(metalake, name)
+            except errors.NotFound:
+                catalog = None
+            if catalog is not None and (force or not catalog.in_use):  # what the store's prechecks let through
+                retire(self.connectors, catalog)
             dropped = self.store.drop_catalog(metalake, name, cascade=force, precheck=precheck,
                                               metalake_precheck=require_metalake_in_use)
             if dropped:

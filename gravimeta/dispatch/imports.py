@@ -1,5 +1,5 @@
-"""Objects made in a catalog's engine outside gravimeta (issue 18 item 7, docs/compatibility.md §"Engine
-objects made outside gravimeta").
+"""Objects made in a catalog's engine outside gravimeta (docs/compatibility.md, "Engine objects made
+outside gravimeta").
 
 As in Gravitino (SchemaOperationDispatcher.loadSchema/importSchema, TableOperationDispatcher.loadTable/
 importTable): a load of a schema or table that the store lacks and the catalog's engine has imports it,
@@ -9,7 +9,9 @@ structural change: it runs under the claim of the object's parent scope (the cat
 schema for a table: the scope every create, rename and drop of that object claims), and only after the
 claim is held does it decide anything:
   1. the catalog (and so its connector) is read again, and open intents under the scope are repaired
-     first (the next claimant's duty, as in journal.Reconciler);
+     first (the next claimant's duty, as in journal.Reconciler); one that stays open refuses the import
+     (ScopeBusy), and the engine is made to see this claim's fence (engine_door.barrier), so no earlier
+     holder's call can change the engine after the import has read it;
   2. the store is asked again: a row that is there now (another replica imported it, or a create
      finished meanwhile) is the answer, and nothing is written;
   3. the engine is asked: NoSuchSchema/NoSuchTable when it has no such object (the load is a 404), its
@@ -21,19 +23,23 @@ A process-local connector (memory) mirrors the store, so it has nothing to impor
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
-from connectors.base import Connector, Fence
+from sqlalchemy.orm import Session
+
+from connectors.base import Connector
 from gravimeta import errors, failpoints
 from gravimeta.concurrency.coordinator import Coordinator, require_lasting_claim
 from gravimeta.concurrency.paths import scope_path
+from gravimeta.dispatch import engine_door
 from gravimeta.dispatch.connector_cache import ConnectorCache
-from gravimeta.dispatch.engine_calls import call_fence
+from gravimeta.dispatch.engine_keys import identity_key
 from gravimeta.dispatch.guarded import catalog_in_use
+from gravimeta.dispatch.intent_records import DropSchema, DropTable, Where
 from gravimeta.dispatch.journal import Reconciler
 from gravimeta.entities import NameIdentifier, Schema, Table
 from gravimeta.store import EntityStore
+from gravimeta.store import preconditions as pre
 
 
 class EngineImporter:
@@ -87,29 +93,51 @@ class EngineImporter:
             return self.store.get_table(m, c, s, name)
 
     def _claimed_engine(self, scope: NameIdentifier, m: str, c: str) -> Connector | None:
-        """Under the claim: the catalog's engine (None: process-local), after the open intents under the
-        scope were repaired."""
+        """Under the claim: the catalog's engine (None: process-local), once nothing earlier can still
+        change what the import is about to read. The open intents under the scope are repaired first; one
+        that stays open (its engine could not be observed, or cannot yet be taken as final) refuses the
+        import with ScopeBusy, since its engine call may still land. Then the barrier an engine mutation
+        would meet: the engine sees this claim's token on the scope's identity key, so a call of an
+        earlier holder (a drop of the very object being imported, say) that has not landed by now never
+        will."""
         connector = self.engine(m, c)
         if connector is None:
             return None
         require_lasting_claim()  # the import spans several transactions and an engine call
+        path = scope_path(scope)
         with self.store.snapshot() as s:
-            left_open = self.reconciler.journal.pending_in(s, scope_path(scope), self.reconciler.settle_ms)
+            left_open = self.reconciler.journal.pending_in(s, path, self.reconciler.settle_ms)
+            key = identity_key(self.store, s, path)
         if left_open:
             self.reconciler.repairer.repair_all(left_open)
+            with self.store.snapshot() as s:
+                still = self.reconciler.journal.pending_in(s, path, self.reconciler.settle_ms)
+            if still:
+                raise errors.ScopeBusy(
+                    f"An earlier operation on {'.'.join(scope.levels)} is still pending (operation {still[0].id}); "
+                    "nothing was imported. Retry later, or see `gravimeta repair`")
+        if engine_door.can_fence(connector):
+            try:
+                engine_door.barrier(connector, key)
+            except errors.StaleFence as exc:
+                raise errors.FenceLost(f"{exc.message.rstrip('.')}. Nothing was imported; retry") from exc
         return connector
 
     # ------------------------------------------------------------------ drops of engine-only objects
+    # Journalled like every drop (an intent first, the engine call through the door, then the store
+    # step, which finds nothing to delete): an import racing the drop meets the intent and the barrier.
 
     def drop_engine_schema(self, scope: NameIdentifier, m: str, c: str, name: str, cascade: bool) -> bool:
         """Under the claim of `scope`, for a schema the store does not have: when the engine lists it, the
-        engine's drop (its answer is the answer, as in Gravitino); otherwise False without a mutating call.
-        Nothing to journal: the store has no row either way."""
+        engine's drop (its answer is the answer, as in Gravitino); otherwise False without a mutating call."""
         connector = self.engine(m, c)
         if connector is None or name not in connector.list_schemas():  # nothing to drop: no engine call
             return False
-        require_lasting_claim()
-        return _fenced(lambda fence: connector.drop_schema(name, cascade, fence=fence), scope)
+
+        def check(s: Session, record: DropSchema) -> DropSchema | None:
+            return record if pre.schema_droppable(self.store, s, m, c, name, cascade) is None else None
+
+        return self.reconciler.run(scope, DropSchema(Where(0, m, c), name, cascade, engine_only=True), check) is not None
 
     def drop_engine_table(self, scope: NameIdentifier, m: str, c: str, s: str, name: str, purge: bool) -> bool:
         """As drop_engine_schema, for a table."""
@@ -121,9 +149,15 @@ class EngineImporter:
                 return False
         except errors.NoSuchSchema:
             return False
-        require_lasting_claim()
-        call = connector.purge_table if purge else connector.drop_table
-        return _fenced(lambda fence: call(s, name, fence=fence), scope)
+
+        def check(ses: Session, record: DropTable) -> DropTable | None:
+            try:
+                found = pre.table_droppable(self.store, ses, m, c, s, name)
+            except errors.NoSuchSchema:  # a schema only the engine has
+                found = None
+            return record if found is None else None
+
+        return self.reconciler.run(scope, DropTable(Where(0, m, c), s, name, purge, engine_only=True), check) is not None
 
     def refuse_engine_tables(self, m: str, c: str, schema: str) -> None:
         """NonEmptySchema when the engine's schema has tables (a drop without cascade: the store alone
@@ -139,10 +173,3 @@ class EngineImporter:
             raise errors.NonEmptySchema(f"Schema {m}.{c}.{schema} is not empty: its catalog's engine has "
                                         f"{len(tables)} table(s); use cascade=true to drop them")
 
-
-def _fenced(call: Callable[[Fence], object], scope: NameIdentifier) -> bool:
-    """An engine call with the running claim's fence; a stale fence is FenceLost (nothing was changed)."""
-    try:
-        return bool(call(call_fence(scope_path(scope))))
-    except errors.StaleFence as exc:
-        raise errors.FenceLost(f"{exc.message.rstrip('.')}. This drop was not saved; retry") from exc

@@ -3,7 +3,8 @@ repair in another process can run them:
 
 - engine:  the idempotent connector call(s), carrying the claim's fence;
 - observe: what the engine really has -> APPLIED, NOT_APPLIED or UNCLEAR;
-- apply:   the store change; returns (result, already). `already` is None when this call made the change;
+- apply:   the store change; returns (result, already). (The drop of an engine-only object finds nothing
+           to delete in the store and answers True: the engine's object is gone.) `already` is None when this call made the change;
            otherwise it is the store's own error saying the change is already there (create: XAlreadyExists,
            rename: NoSuchTable for the old name), the transaction that would have ended the intent rolled
            back, and `result` is what the store has. Who made the change decides what that means
@@ -15,8 +16,9 @@ repair in another process can run them:
            dropped cannot be brought back.
 - direct:  for a process-local connector (Connector.process_local): the store change and the engine call
            in the caller's ONE write transaction, store first (its errors are the answer), then the
-           engine, whose failure rolls the store change back. No intent is recorded: the engine is a
-           mirror of the store that ends with the process, so there is nothing a repair could find.
+           engine (through engine_door.mirror), whose failure rolls the store change back. No intent is
+           recorded: the engine is a mirror of the store that ends with the process, so there is nothing
+           a repair could find.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from sqlalchemy.orm import Session
 
 from connectors.base import NO_FENCE, Connector, Fence
 from gravimeta import errors
+from gravimeta.dispatch import engine_door
 from gravimeta.dispatch.intent_records import (
     CreateSchema,
     CreateTable,
@@ -78,7 +81,7 @@ def _create_schema_apply(store: EntityStore, r: CreateSchema) -> Applied:
 
 def _create_schema_direct(store: EntityStore, s: Session, conn: Connector, r: CreateSchema) -> Schema:
     created = store.create_schema_in(s, r.where.metalake, r.where.catalog, r.schema, r.where.user)
-    conn.create_schema(r.schema)
+    engine_door.mirror(lambda: conn.create_schema(r.schema))
     return created
 
 
@@ -87,7 +90,7 @@ def _create_schema_direct(store: EntityStore, s: Session, conn: Connector, r: Cr
 def _drop_schema_direct(store: EntityStore, s: Session, conn: Connector, r: DropSchema) -> bool | None:
     if not store.drop_schema_in(s, r.where.metalake, r.where.catalog, r.name, r.cascade):
         return None
-    conn.drop_schema(r.name, cascade=True)
+    engine_door.mirror(lambda: conn.drop_schema(r.name, cascade=True))
     return True
 
 
@@ -103,7 +106,7 @@ def _create_table_apply(store: EntityStore, r: CreateTable) -> Applied:
 
 def _create_table_direct(store: EntityStore, s: Session, conn: Connector, r: CreateTable) -> Table:
     created = store.create_table_in(s, r.where.metalake, r.where.catalog, r.schema, r.table, r.where.user)
-    conn.create_table(r.schema, r.table)
+    engine_door.mirror(lambda: conn.create_table(r.schema, r.table))
     return created
 
 
@@ -133,9 +136,35 @@ def _rename_observe(connector: Connector, r: RenameTable) -> str:
     assert r.after is not None
     old, new = (r.schema, r.name), (r.target_schema, r.after.name)
     if old == new:
-        return APPLIED  # an alter without a real rename: the store change is the safe side
+        return _alter_observe(connector, r)
     has_old, has_new = old[1] in _tables(connector, old[0]), new[1] in _tables(connector, new[0])
     return {(False, True): APPLIED, (True, False): NOT_APPLIED}.get((has_old, has_new), UNCLEAR)
+
+
+def _alter_observe(connector: Connector, r: RenameTable) -> str:
+    """An alter that keeps the name: which columns the engine's table has. Names first, then types as
+    text; a change of comment or properties alone leaves the columns as they were, and then the store's
+    change is the safe side (the engine's copy of descriptive metadata holds no data)."""
+    assert r.before is not None and r.after is not None
+    before, after = _columns(r.before), _columns(r.after)
+    if before == after:
+        return APPLIED
+    try:
+        found = _columns(connector.load_table(r.schema, r.name))
+    except errors.NotFound:
+        return UNCLEAR
+    for pick in (lambda cols: [name for name, _ in cols], lambda cols: cols):
+        if pick(before) != pick(after):
+            if pick(found) == pick(after):
+                return APPLIED
+            if pick(found) == pick(before):
+                return NOT_APPLIED
+            return UNCLEAR
+    return UNCLEAR
+
+
+def _columns(table: Table) -> list[tuple[str, str]]:
+    return [(column.name, str(column.type)) for column in table.columns]
 
 
 def _rename_apply(store: EntityStore, r: RenameTable) -> Applied:
@@ -165,7 +194,7 @@ def _rename_undo(connector: Connector, r: RenameTable, fence: Fence) -> None:
 def _rename_direct(store: EntityStore, s: Session, conn: Connector, r: RenameTable) -> Table:
     before, after = store.update_table_in(s, r.where.metalake, r.where.catalog, r.schema, r.name,
                                           table_mutation(r.changes), r.where.user, new_schema=r.new_schema)
-    _rename_in_engine(conn, r, before, after, NO_FENCE)
+    engine_door.mirror(lambda: _rename_in_engine(conn, r, before, after, NO_FENCE))
     return after
 
 
@@ -182,7 +211,7 @@ def _drop_table_engine(conn: Connector, r: DropTable, fence: Fence) -> bool:
 def _drop_table_direct(store: EntityStore, s: Session, conn: Connector, r: DropTable) -> bool | None:
     if not store.drop_table_in(s, r.where.metalake, r.where.catalog, r.schema, r.name):
         return None
-    _drop_table_engine(conn, r, NO_FENCE)
+    engine_door.mirror(lambda: _drop_table_engine(conn, r, NO_FENCE))
     return True
 
 
@@ -203,7 +232,8 @@ STEPS: dict[type, Steps] = {
         "schema drop",
         lambda conn, r, fence: conn.drop_schema(r.name, cascade=True, fence=fence),
         lambda conn, r: NOT_APPLIED if r.name in conn.list_schemas() else APPLIED,
-        lambda store, r: _drop(store.drop_schema(r.where.metalake, r.where.catalog, r.name, cascade=True)),
+        lambda store, r: _drop(store.drop_schema(r.where.metalake, r.where.catalog, r.name, cascade=True)
+                               or r.engine_only),
         _drop_schema_direct,
         None,
     ),
@@ -220,7 +250,7 @@ STEPS: dict[type, Steps] = {
         "table drop",
         _drop_table_engine,
         lambda conn, r: NOT_APPLIED if r.name in _tables(conn, r.schema) else APPLIED,
-        lambda store, r: _drop(store.drop_table(r.where.metalake, r.where.catalog, r.schema, r.name)),
+        lambda store, r: _drop(store.drop_table(r.where.metalake, r.where.catalog, r.schema, r.name) or r.engine_only),
         _drop_table_direct,
         None,
     ),

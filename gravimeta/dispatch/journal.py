@@ -4,8 +4,9 @@ A structural schema/table operation runs, inside the coordinator's structural sc
   0. repair: the intents earlier operations left open under its scope (repair.py), whatever the catalog;
   1. intent: one store transaction checks the store's preconditions and records the operation as a
              typed record (intent_records.py) naming its catalog by id;
-  2. engine: the idempotent connector call, carrying the claim's fence (engine_calls.py), started only
-             while the claim is trusted and bounded by what is left of it;
+  2. engine: the idempotent connector call through the engine door (engine_door.py), fenced by the
+             identity key of what the claim covers, started only while the claim is trusted and bounded
+             by what is left of it;
   3. store:  one transaction applies the change and deletes the intent. When the store already shows the
              change, the intent says who made it: gone means a repair of this intent did (the request's
              own change: answer it), still open means another operation did, so the request answers as
@@ -41,12 +42,14 @@ from sqlalchemy import delete
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm import Session
 
+from connectors import door_guard
 from connectors.base import Connector
 from gravimeta import errors, failpoints
 from gravimeta.concurrency.coordinator import Coordinator, require_lasting_claim
 from gravimeta.concurrency.paths import scope_path
+from gravimeta.dispatch import engine_door
 from gravimeta.dispatch.connector_cache import ConnectorCache
-from gravimeta.dispatch.engine_calls import call_fence
+from gravimeta.dispatch.engine_keys import identity_key
 from gravimeta.dispatch.guarded import catalog_in_use_in
 from gravimeta.dispatch.intent_records import Record, encode, placed
 from gravimeta.dispatch.intents import Applied, Steps, steps
@@ -69,6 +72,7 @@ class _FirstStep:
 
     connector: Connector = field(default=None)  # type: ignore[assignment]  # set by its prelude
     catalog_id: int = 0
+    key: str = ""  # the identity key the operation's engine calls are fenced by
     record: Record | None = None  # journalled: the record it checked and recorded
     intent: Intent | None = None  # journalled: the intent it recorded (None: nothing to do)
     left_open: list[Intent] = field(default_factory=list)  # open intents it found instead
@@ -86,8 +90,10 @@ class Reconciler:
         self.repairer = Repairer(store, coordinator, connectors, self.journal, self.settle_ms)
 
     def repair_pending(self, settle_s: float | None = None) -> Counter[str]:
-        """Repair every open intent (`gravimeta repair`): Repairer.repair_pending."""
-        return self.repairer.repair_pending(settle_s)
+        """Repair every open intent (`gravimeta repair`): Repairer.repair_pending, with the engine door's
+        guard on, as in a request."""
+        with door_guard.serving():
+            return self.repairer.repair_pending(settle_s)
 
     # ------------------------------------------------------------------ running an operation
 
@@ -107,9 +113,9 @@ class Reconciler:
         op = steps(record_)
         context = {"intent": intent.id, "scope": path, "operation": intent.operation}
         try:
-            fence = call_fence(path)
             failpoints.hit("engine.before_call", **context)
-            op.engine(connector, record_, fence)
+            engine_door.change(lambda fence: op.engine(connector, record_, fence), record_.where.key,
+                               intent=intent.id)
         except errors.GravitinoError as exc:
             failure = self._engine_failed(intent, op, exc)
             if failure is exc:  # the engine's own refusal: as it is (never "from" itself: a cycle)
@@ -165,7 +171,8 @@ class Reconciler:
         try:
             if op.undo is None:
                 raise errors.UnsupportedOperation(f"a {op.describe} cannot be undone")
-            op.undo(connector, record, call_fence(path))
+            undo = op.undo
+            engine_door.change(lambda fence: undo(connector, record, fence), record.where.key, intent=intent.id)
         except errors.GravitinoError as exc:
             self._note(intent, f"the store refuses it ({refused.message}); undoing the engine step failed: "
                                f"{exc.message}", STUCK)
@@ -229,13 +236,14 @@ class Reconciler:
                 refuse(first.connector)
             if not first.connector.process_local:
                 require_lasting_claim()
+                first.key = identity_key(self.store, s, path)
             if look_for_open:
                 first.left_open = self.journal.pending_in(s, path, self.settle_ms)
 
         def work(s: Session) -> None:
             if first.left_open:
                 return
-            here = placed(record, first.catalog_id)
+            here = placed(record, first.catalog_id, first.key)
             if first.connector.process_local:
                 first.result = steps(here).direct(self.store, s, first.connector, here)
                 return

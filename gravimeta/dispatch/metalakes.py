@@ -9,6 +9,7 @@ from gravimeta.concurrency.coordinator import Coordinator
 from gravimeta.concurrency.tree_lock import LockType
 from gravimeta.dispatch.changes import IN_USE, Changes, Unchanged, apply_metalake_changes, is_rename
 from gravimeta.dispatch.connector_cache import ConnectorCache
+from gravimeta.dispatch.retirement import retire
 from gravimeta.entities import ROOT, Metalake, NameIdentifier
 from gravimeta.ownership.authorizer import Authorizer
 from gravimeta.store import EntityStore
@@ -84,6 +85,8 @@ class MetalakeDispatcher:
                 catalogs = self.store.list_catalogs(name) if force else []
             except errors.NoSuchMetalake:
                 return False  # dropping a missing metalake is not an error, force or not
+            for catalog in catalogs:
+                retire(self.connectors, catalog)
             dropped = self.store.drop_metalake(name, cascade=force, precheck=precheck)
             if dropped:
                 self.connectors.forget(name)

@@ -9,7 +9,8 @@ docs/tags-statistics-partitions.md):
   guard (gravimeta/store/partitions.py); nothing outside the store changes, so nothing needs repair;
 - in the engine (`hive`): the store keeps nothing about partitions. One store transaction checks what
   the store decides (metalake and catalog in use, the table exists) and runs the claim's fence guard,
-  so a holder whose claim was taken over stops before the engine call; then the engine call. A crash or
+  so a holder whose claim was taken over stops before the engine call; then the engine call, through
+  the engine door, fenced by the table's identity key (engine_door.NO_STORE_STATE: no intent). A crash or
   a lost answer after it leaves the partition added (or dropped) in the engine only, which is the one
   place that has partitions: the next read shows it, a retried add answers PartitionAlreadyExists and a
   retried drop `dropped: false`, as Gravitino does. There is no store state to reconcile, so no journal;
@@ -28,8 +29,9 @@ from gravimeta import errors, failpoints, partitions
 from gravimeta.concurrency import paths
 from gravimeta.concurrency.coordinator import Coordinator, require_lasting_claim
 from gravimeta.concurrency.tree_lock import LockType
+from gravimeta.dispatch import engine_door
 from gravimeta.dispatch.connector_cache import ConnectorCache
-from gravimeta.dispatch.engine_calls import call_fence
+from gravimeta.dispatch.engine_keys import identity_key
 from gravimeta.dispatch.guarded import catalog_in_use_in
 from gravimeta.entities import NameIdentifier
 from gravimeta.partitions import Partition
@@ -41,6 +43,7 @@ from gravimeta.store.partitions import PartitionStore
 class _Found:
     connector: Connector
     kind: str
+    key: str = ""  # the table's identity key (engine_keys.py), for an engine-kept partition's fence
 
 
 class PartitionDispatcher:
@@ -87,8 +90,8 @@ class PartitionDispatcher:
         def change(found: _Found, s: Session | None) -> Partition:
             if s is not None:
                 return self.kept.add_in(s, m, c, sc, t, check, user)
-            scope = paths.scope_path(NameIdentifier.of(m, c, sc, t))
-            return found.connector.add_partition(sc, t, partition, fence=call_fence(scope))
+            return engine_door.change(lambda fence: found.connector.add_partition(sc, t, partition, fence=fence),
+                                      found.key, why_no_intent=engine_door.NO_STORE_STATE)
 
         added: Partition = self._structural(m, c, sc, t, change)
         return added
@@ -97,8 +100,8 @@ class PartitionDispatcher:
         def change(found: _Found, s: Session | None) -> bool:
             if s is not None:
                 return self.kept.drop_in(s, m, c, sc, t, name)
-            scope = paths.scope_path(NameIdentifier.of(m, c, sc, t))
-            return found.connector.drop_partition(sc, t, name, purge, fence=call_fence(scope))
+            return engine_door.change(lambda fence: found.connector.drop_partition(sc, t, name, purge, fence=fence),
+                                      found.key, why_no_intent=engine_door.NO_STORE_STATE)
 
         dropped: bool = self._structural(m, c, sc, t, change, purge)
         return dropped
@@ -115,6 +118,7 @@ class PartitionDispatcher:
                 holder["found"] = found = self._find(s, m, c, sc, t, purge)
                 if found.kind == PARTITIONS_IN_ENGINE:
                     require_lasting_claim()  # the engine call comes after this transaction
+                    found.key = identity_key(self.store, s, paths.scope_path(scope))
 
             def in_store(s: Session) -> Any:
                 found = holder["found"]

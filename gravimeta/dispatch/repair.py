@@ -5,12 +5,16 @@ It runs under a structural claim related to the intent's scope (the next operati
 claim. What it must still rule out is a call of that holder landing in the engine after the repair
 looked. So it observes before it decides, and only once the observation is final:
 
-- fenced:    the repair's claim has a token ordered with the holder's (the same scope, or any related
-             scope once fences are ordered across scopes) and the engine checks fences: the repair first
-             makes the engine see its token (fence_barrier). A call of the old holder that has not landed
-             by then never will (StaleFence), so one observation after the barrier is final.
+- fenced:    the repair's claim has a token and the engine checks fences: the repair first raises a
+             barrier through the engine door (engine_door.barrier) on an identity key related to the
+             intent's key (the key its holder's calls carry: engine_keys.py), with its own token, which
+             is above the holder's (the repair's claim was granted after the holder's ended, on a path
+             related to it or to the rename that moved it, and fences grow across related paths). A
+             call of the old holder that has not landed by then never will (StaleFence), so one
+             observation after the barrier is final. Keys are identities, so a rename of the catalog or
+             metalake in between changes nothing here.
 - held:      no fence can keep the holder out (an engine that does not check fences, a claim without a
-             token, a repair on another scope while fences are per path): the first repair to hold the
+             token): the first repair to hold the
              scope records when (observed_at); the holder's claim had ended by then, and its calls end
              on its side by its lease deadline, so the engine can still receive one for call_window_s().
              "Not applied" is taken as final only when a later observation is that much later.
@@ -31,6 +35,7 @@ from dataclasses import replace
 from functools import partial
 
 from connectors.base import Connector
+from connectors.fencing import related
 from gravimeta import errors, failpoints
 from gravimeta.concurrency.coordinator import (
     Coordinator,
@@ -38,8 +43,9 @@ from gravimeta.concurrency.coordinator import (
     current_claim,
     require_lasting_claim,
 )
+from gravimeta.dispatch import engine_door
 from gravimeta.dispatch.connector_cache import ConnectorCache
-from gravimeta.dispatch.engine_calls import call_fence, can_fence_out
+from gravimeta.dispatch.engine_keys import identity_key
 from gravimeta.dispatch.intent_records import Record, decode
 from gravimeta.dispatch.intents import APPLIED, NOT_APPLIED, Applied, steps
 from gravimeta.entities import NameIdentifier
@@ -139,11 +145,20 @@ class Repairer:
         claim = current_claim()
         if claim is None:
             return UNCLAIMED
-        if connector.checks_fences and can_fence_out(claim, intent.scope_path):
-            connector.fence_barrier(call_fence(claim.path))
+        if engine_door.can_fence(connector):
+            engine_door.barrier(connector, self._barrier_key(intent, claim.path))
             return FENCED
         self.journal.mark_observed(intent.id)
         return HELD if self.journal.observed_for(intent.id, int(connector.call_window_s() * 1000)) else WAITING
+
+    def _barrier_key(self, intent: Intent, claim_path: str) -> str:
+        """Where the repair's barrier goes: the key of what its own claim covers when that is related to
+        the intent's key (then it also keeps out anything else below the claim), else the intent's key
+        itself (an incarnation that no longer carries the intent's names: nobody else holds it)."""
+        with self.store.snapshot() as s:
+            own = identity_key(self.store, s, claim_path)
+        key = decode(intent.operation, intent.catalog_id, intent.payload).where.key
+        return own if not key or related(own, key) else key
 
     def _roll_forward(self, intent: Intent, record: Record, connector: Connector, mode: str) -> str:
         op = steps(record)
@@ -175,7 +190,9 @@ class Repairer:
             return self._stuck(intent, f"the engine applied the {op.describe}, which cannot be undone, and the "
                                        f"store refuses it: {refused.message}")
         try:
-            op.undo(connector, record, call_fence(intent.scope_path))
+            undo = op.undo
+            engine_door.change(lambda fence: undo(connector, record, fence), self._key_of(record, intent),
+                               intent=intent.id)
         except errors.StaleFence:
             raise
         except errors.GravitinoError as exc:
@@ -185,6 +202,14 @@ class Repairer:
         log.warning("journal: undid %s (intent %s) in the engine: the store refuses it: %s", op.describe, intent.id,
                     refused.message)
         return "undone"
+
+    def _key_of(self, record: Record, intent: Intent) -> str:
+        """The key the intent's engine calls are fenced by (resolved from its scope for an intent
+        recorded before keys were)."""
+        if record.where.key:
+            return record.where.key
+        with self.store.snapshot() as s:
+            return identity_key(self.store, s, intent.scope_path)
 
     def _relabel(self, intent: Intent, record: Record, prefix: str) -> str:
         """The catalog was renamed (or its metalake): move the intent to its scope under the new names;

@@ -15,6 +15,7 @@ from connectors.base import Connector
 from gravimeta import errors
 from gravimeta.concurrency.coordinator import Coordinator
 from gravimeta.concurrency.tree_lock import LockType
+from gravimeta.dispatch import engine_door
 from gravimeta.dispatch.changes import Changes, is_rename, target_schema
 from gravimeta.dispatch.connector_cache import ConnectorCache
 from gravimeta.dispatch.guarded import catalog_in_use, check_in_use
@@ -95,14 +96,23 @@ class TableDispatcher:
         return created
 
     def alter(self, m: str, c: str, s: str, name: str, changes: Changes, user: str) -> Table:
+        """A rename or move, and any alter of a table whose engine keeps state of its own, runs journalled
+        under the schema's claim (intent, engine call through the door, store), as a rename that keeps
+        the name. Only a process-local engine (memory, a mirror of the store) keeps the one-transaction
+        alter under the table's READ lock and the row's version check."""
         mutate = table_mutation(changes)
         if not any(is_rename(ch) for ch in changes):
             with self.coordinator.local(NameIdentifier.of(m, c, s, name), LockType.READ):
                 self.authorizer.require_owner(user, (m, c, s, name), "alter")
                 connector = self.connectors.for_catalog(catalog_in_use(self.store, m, c))
-                before, after = self.store.update_table(m, c, s, name, engine_checked(mutate, connector), user)
-                connector.alter_table(s, before, after)
-                return after
+                if connector.process_local:
+                    def work(session: Session) -> Table:
+                        before, after = self.store.update_table_in(session, m, c, s, name,
+                                                                   engine_checked(mutate, connector), user)
+                        engine_door.mirror(lambda: connector.alter_table(s, before, after))
+                        return after
+
+                    return self.store.write(work)
         new_schema = target_schema(changes)
         moving = new_schema is not None and new_schema != s
         scope = NameIdentifier.of(m, c) if moving else NameIdentifier.of(m, c, s)

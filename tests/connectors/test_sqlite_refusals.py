@@ -112,9 +112,10 @@ def test_reserved_names_are_refused_on_create_and_rename_before_the_engine(clien
     assert engine_columns(tmp_path, "t") == [("c", "INTEGER")]
 
 
-def test_an_alter_sqlite_cannot_hold_leaves_store_and_engine_unchanged(client, tmp_path):
-    """Alters that keep the table's name change the store first, then the engine: the engine's rules
-    must run before the store commits, or a refused alter stays half-applied in the store."""
+def test_an_alter_sqlite_cannot_hold_leaves_store_and_engine_unchanged(client, tmp_path, engine_guarded):
+    """Alters of a sqlite table are journalled (intent, engine, store): the engine's rules must run
+    before the intent, so a refused alter reaches neither the engine nor the store (the armed
+    `engine.before_call` failpoint would fail any engine call)."""
     before = client.get(f"{TABLES}/t").get_json()["table"]["columns"]
     for update, fragment in [
         ({"@type": "addColumn", "fieldName": ["C"], "type": "integer"}, "differ only in case"),
@@ -126,6 +127,7 @@ def test_an_alter_sqlite_cannot_hold_leaves_store_and_engine_unchanged(client, t
         assert client.get(f"{TABLES}/t").get_json()["table"]["columns"] == before
         assert engine_columns(tmp_path, "t") == [("c", "INTEGER")]
     # the control: a change SQLite can make is made in both
+    engine_guarded.disarm("engine.before_call")
     renamed = client.put(f"{TABLES}/t", json={"updates": [{"@type": "renameColumn", "oldFieldName": ["c"],
                                                            "newFieldName": "c2"}]})
     assert renamed.status_code == 200, renamed.get_json()

@@ -1,0 +1,59 @@
+"""The identity key an engine call is fenced by: the object the claim covers, named by what never changes.
+
+A claim is taken on a name path ('/m/c/s'); an engine fence must not be. Keyed by path, a catalog rename
+made an old holder's call ('/m/h/s') look unrelated to the repair that followed it ('/m/h2/s'), and the
+late call landed after the repair had looked. So the fence key names the catalog, schema and table by
+their store ids, each with its create time:
+
+    /c<catalog id>.<create time digits>[/s<schema id>.<create time digits>[/t<table id>.<...>]]
+
+- a rename (of the metalake, the catalog or a table) changes no key: old and new calls stay related;
+- an object dropped and created again under the same name is another object with another key; the
+  create time keeps that true where a database may hand out a deleted row's id again (SQLite reuses the
+  highest rowid once its row is deleted) and across stores that share one engine;
+- an object the store does not have (yet, or only the engine has it) takes its nearest stored
+  ancestor's key, which is related to everything below it: broader, never unrelated.
+
+Keys are resolved under the claim, inside a store transaction, so they name what the claim covers now.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from gravimeta import errors
+from gravimeta.store import EntityStore
+
+
+def _part(kind: str, row_id: int, create_time: str | None) -> str:
+    digits = "".join(ch for ch in create_time or "" if ch.isdigit())
+    return f"/{kind}{row_id}.{digits}"
+
+
+def identity_key(store: EntityStore, s: Session, path: str) -> str:
+    """The key of the object a claim on `path` ('/m/c', '/m/c/s' or '/m/c/s/t') covers. NoSuchCatalog
+    (or NoSuchMetalake) when the catalog is gone: no engine call may be made for it then."""
+    names = path.strip("/").split("/")
+    if len(names) < 2:
+        raise ValueError(f"no engine lies under the claim on {path!r}")
+    catalog = store.catalog_row(s, names[0], names[1])
+    key = _part("c", catalog.id, catalog.create_time)
+    if len(names) < 3:
+        return key
+    try:
+        schema = store.schema_row(s, *names[:3])
+    except errors.NoSuchSchema:
+        return key
+    key += _part("s", schema.id, schema.create_time)
+    if len(names) < 4:
+        return key
+    try:
+        table = store.table_row(s, *names[:4])
+    except errors.NoSuchTable:
+        return key
+    return key + _part("t", table.id, table.create_time)
+
+
+def catalog_key(catalog_id: int, create_time: str | None) -> str:
+    """The key of a catalog (and so of everything in it)."""
+    return _part("c", catalog_id, create_time)
