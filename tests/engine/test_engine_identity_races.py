@@ -98,8 +98,6 @@ def hive_catalog_with_table(b: Api, stub: Any) -> dict[str, str]:
     return properties
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="engine fences are keyed by the name path: a catalog rename unfences a drop in flight")
 def test_a_catalog_rename_does_not_unfence_a_drop_in_flight(lock_cluster, stub):
     a, b = Api(lock_cluster.replica("a")), Api(lock_cluster.replica("b"))
     hive_catalog_with_table(b, stub)
@@ -115,8 +113,6 @@ def test_a_catalog_rename_does_not_unfence_a_drop_in_flight(lock_cluster, stub):
     assert_agree(lock_cluster, b, stub, "h2", ["u", "v"])
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="an import raises no barrier against an unjournalled engine-only drop in flight")
 def test_an_import_does_not_race_an_engine_only_drop_in_flight(cluster, stub):
     a, b = Api(cluster.replica("a")), Api(cluster.replica("b"))
     ok(b.metalake())
@@ -137,8 +133,6 @@ def test_an_import_does_not_race_an_engine_only_drop_in_flight(cluster, stub):
     assert_agree(cluster, b, stub, H, ["v"])
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="a catalog drop raises no barrier: its drop in flight lands in the re-created namesake")
 def test_a_drop_in_flight_of_a_dropped_catalog_cannot_touch_its_namesake(cluster, stub):
     a, b = Api(cluster.replica("a")), Api(cluster.replica("b"))
     properties = hive_catalog_with_table(b, stub)
