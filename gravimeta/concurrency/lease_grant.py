@@ -7,8 +7,10 @@ A claim on P is granted in ONE transaction that
      statement). On SQLite the transaction is BEGIN IMMEDIATE, which serializes all writers anyway;
   2. reads the claims on P, its ancestors (IN list) and its descendants (LIKE 'P/%' with wildcards
      escaped), judging expiry with the database clock; any live one means "busy": roll back and wait.
-     If it found some and all were expired, it reads them again FOR UPDATE and judges them again: the
-     locking read waits for a renewal in flight and sees it live (see "A steal racing a renewal");
+     If it found some and all were expired, it reads each of them again FOR UPDATE, by its key, and
+     judges it again: the locking read waits for a renewal in flight and sees it live (see "A steal
+     racing a renewal"). By key, so that it locks (and waits for) those rows only, never a claim of
+     another metalake that the IN/LIKE test's plan visits (_lock_claims);
   3. deletes the expired related claims it found (a steal: their holders' fence checks now fail),
   4. takes the next fence: one more than the highest fence stored in the anchor rows it read ('/' and
      the metalake's; all of them for a root claim) and stores it in its own anchor row, so a later grant
@@ -18,14 +20,14 @@ A claim on P is granted in ONE transaction that
 On PostgreSQL the whole transaction is one call of the database function gm_claim_scope (alembic
 revisions 0004 and 0012: the same statements in the same order, one round trip instead of eight or more), which also
 takes the scope's advisory locks when advisory-path operations can run (PG_ADVISORY, AUTO). On
-MySQL/MariaDB it is one call of the stored procedure gm_claim_scope (alembic revision 0013, the same
-statements again). On SQLite the statements are sent one by one.
+MySQL/MariaDB it is one call of the stored procedure gm_claim_scope (alembic revisions 0013 and 0015,
+the same statements again). On SQLite the statements are sent one by one.
 
 A steal racing a renewal (issue 14 item 1; tests/ha/test_lease_interleavings.py). H holds /m/c and
 renews just before its lease expires; S claims /m just after:
   H  UPDATE gm_scope_lease SET lease_expires_at = now+TTL WHERE /m/c, H, fence AND unexpired   (row lock)
   S  locks the anchors; SELECT ... related: /m/c committed, expired
-  S  SELECT ... related ... FOR UPDATE                                      -> waits for H's row lock
+  S  SELECT ... WHERE scope_path = '/m/c' FOR UPDATE                        -> waits for H's row lock
   H  COMMIT
   S  the locking read returns the renewed row (PostgreSQL re-fetches the updated version after the
      wait, EvalPlanQual; InnoDB's locking read reads the latest committed version): live, so busy.
@@ -37,10 +39,10 @@ finds the row gone), and H's claim is lost.
 Renewal therefore needs no anchor: the row lock orders it with every claim that could steal it.
 Only a claimant about to steal takes the locking read, so a claim committed live answers busy at the
 plain read, as before, without waiting for its holder's transactions or holding its row (which would hold
-up that claim's renewal). It does wait for the fenced store transaction of a holder whose lease
-has expired, as the steal's DELETE always did. Every such wait is bounded: an attempt waits on row locks
-at most until the claim's deadline (gravimeta/store/lock_waits.py; issue 14 item 2), and an attempt that
-runs out of it counts as busy.
+up that claim's renewal). It does wait for the fenced store transaction of a related holder whose
+lease has expired, as the steal's DELETE always did, and for no other row. Every such wait is bounded:
+an attempt waits on row locks at most until the claim's deadline (gravimeta/store/lock_waits.py; issue 14
+item 2), and an attempt that runs out of it counts as busy.
 """
 
 from __future__ import annotations
@@ -205,24 +207,37 @@ class ClaimTransaction:
         if any(r.live for r in related):
             return False
         if related:
-            related = self._related_claims(conn, path, lock=True)
+            related = self._lock_claims(conn, [r.scope_path for r in related])
             if any(r.live for r in related):
                 return False
         self._steal(conn, related)
         return True
 
-    def _related_claims(self, conn: Connection, path: str, lock: bool = False) -> list[Row]:
-        """The claims on `path`, its ancestors and its descendants, each with whether it is live; with
-        `lock`, read FOR UPDATE (PostgreSQL re-reads a row updated while it waited; InnoDB's locking read
-        returns the latest committed version; SQLite: BEGIN IMMEDIATE already excludes other writers)."""
+    def _related_claims(self, conn: Connection, path: str) -> list[Row]:
+        """The claims on `path`, its ancestors and its descendants, as committed, each with whether it
+        is live (a plain read: it waits for no lock)."""
         lease = scope_lease.c
-        query = (
+        rows = conn.execute(
             select(lease.scope_path, lease.holder_id, lease.fence,
                    (lease.lease_expires_at > db_now(self.dialect)).label("live"))
             .where(paths.related_in_sql(lease.scope_path, path))
-        )
-        rows = conn.execute(query.with_for_update() if lock else query).all()
+        ).all()
         return [r for r in rows if paths.related(r.scope_path, path)]  # SQLite LIKE ignores ASCII case
+
+    def _lock_claims(self, conn: Connection, keys: list[str]) -> list[Row]:
+        """The claims on `keys` (found by _related_claims), each read FOR UPDATE by its primary key and
+        judged again: PostgreSQL re-reads a row updated while it waited, InnoDB's locking read returns
+        the latest committed version (SQLite: BEGIN IMMEDIATE already excludes other writers). One
+        lookup per key, not the IN/LIKE test again: InnoDB locks every row a locking read visits, and
+        that test's plan (a full scan, or a range scan reading one row past its range) visits claims of
+        other metalakes, so a holder frozen inside its fenced transaction anywhere would stall this
+        claim while it holds its metalake's anchor (alembic/versions/0015). No related claim can appear
+        meanwhile (each takes the anchor this transaction holds); a released one is simply not found."""
+        lease = scope_lease.c
+        query = select(lease.scope_path, lease.holder_id, lease.fence,
+                       (lease.lease_expires_at > db_now(self.dialect)).label("live"))
+        return [row for key in keys
+                for row in conn.execute(query.where(lease.scope_path == key).with_for_update()).all()]
 
     def _steal(self, conn: Connection, related: list[Row]) -> None:
         """Delete the expired ones among `related` (a steal: their holders' fence checks now fail)."""

@@ -8,6 +8,9 @@
 (c) The server ends a stalled holder's idle transaction itself after
     gravimeta.store.idle-transaction-timeout-ms: its rows are free again, and the holder, when it wakes,
     answers a clear error (503 StoreUnavailable or 409 FenceLost), never a 500.
+(d) A claim waits only on rows related to it: a holder frozen after its guard in metalake m4 does not
+    hold up a steal of an expired claim in m1 (MariaDB's locking re-read visited, and waited for, claim
+    rows of other metalakes until alembic 0015 locked the rows it found by their keys).
 """
 
 from __future__ import annotations
@@ -66,14 +69,16 @@ def row_free(engine: Engine, path: str) -> bool:
     return True
 
 
-def stalled_holder(cluster: Cluster, api: Api) -> Any:
-    """A create of table t in /m/c/s on `api`'s replica, frozen right after its fence guard locked its
-    claim row; returns (thread, answers, paused hit)."""
-    ok(api.metalake())
-    ok(api.catalog("memory", {}))
-    ok(api.schema())
+def stalled_holder(cluster: Cluster, api: Api, m: str = "m", setup: bool = True) -> Any:
+    """A create of table t in /<m>/c/s on `api`'s replica (tagged "h"), frozen right after its fence guard
+    locked its claim row; returns (thread, answers, paused hit). `setup`: create m, c and s first (else
+    only schema s)."""
+    if setup:
+        ok(api.metalake(m))
+        ok(api.catalog("memory", {}, m=m))
+    ok(api.schema(m=m))
     cluster.fp.arm("guard.after_lock", tag="h")
-    thread, answers = in_background(lambda: api.table("t"))
+    thread, answers = in_background(lambda: api.table("t", m=m))
     return thread, answers, cluster.fp.wait_reached("guard.after_lock", tag="h")
 
 
@@ -163,3 +168,60 @@ def test_the_server_ends_an_idle_guarded_transaction_and_its_holder_gets_a_clear
     assert "Internal error" not in body.get("message", ""), body
     other = Api(cluster.replica("b"))
     assert other.table("t3")[0] == 200, "a related create after the idle holder was ended"
+
+
+# --------------------------------------------------------------------- (d)
+
+
+def test_a_holder_frozen_in_one_metalake_does_not_hold_up_a_steal_in_another(shared_db, tmp_path, clusters,
+                                                                              children):
+    # the replicas' reclaimers run every TTL: with a long one, the abandoned claim below is still there,
+    # expired, when the stealer claims (a reclaimed row would leave nothing to steal)
+    cluster = Cluster(shared_db, tmp_path, {"GRAVIMETA_IDLE_TRANSACTION_TIMEOUT_MS": "60000",
+                                            "GRAVIMETA_LEASE_TTL_MS": "120000"})
+    clusters.append(cluster)
+    holder = Api(cluster.replica("h"))
+    stealer = Api(cluster.replica("b", GRAVIMETA_CLAIM_TIMEOUT_MS="5000"))
+    for m in ("m1", "m4"):  # (a metalake create claims '/', which would steal the claim below)
+        ok(stealer.metalake(m))
+        ok(stealer.catalog("memory", {}, m=m))
+    ok(stealer.schema(m="m1"))
+    # a claim on /m1/c/s whose process stopped renewing it (no heartbeat): it expires, and is stolen
+    gone = children("hold", {"url": shared_db, "path": "/m1/c/s", "ttl_ms": 1000, "no_heartbeat": True})
+    gone.expect("CLAIMED")
+    thread, created, paused = stalled_holder(cluster, holder, m="m4", setup=False)
+    wait_until("the abandoned claim on /m1/c/s expired", lambda: expired(cluster.engine, "/m1/c/s"), timeout=15)
+
+    waiter, answered = in_background(lambda: stealer.table("t", m="m1"))
+    waiter.join(30)
+    frozen = cluster.fp.is_paused(paused)
+    cluster.fp.resume(paused)
+    thread.join(60)
+    assert frozen, "the holder in m4 was resumed before the steal in m1 answered"
+    assert answered, "the create in m1 did not answer within 30 s"
+    status, body = answered[0]
+    assert status == 200, (
+        f"a create in m1 that steals an expired claim answered {status} {body} while a holder in m4 was frozen "
+        "after its fence guard: the steal waited on a claim row of another metalake")
+    row = lease_row(cluster.engine, "/m1/c/s")
+    assert row is None or not row.holder_id.startswith("child"), "the abandoned claim was not stolen"
+    assert created and created[0][0] in (200, 409), created
+
+
+@pytest.mark.parametrize("path", ["/m1/c/s", "/m1/c/s/t/p"])  # MariaDB: the procedure; the statements one by one
+def test_a_steal_locks_only_the_claims_it_found(engine, shared_db, children, tmp_path, path):
+    frozen = children("stall", {"url": shared_db, "path": "/m4/c/s", "ttl_ms": 60000}, "tests.ha.waits_child")
+    frozen.expect("LOCKED")
+    gone = children("hold", {"url": shared_db, "path": path, "ttl_ms": 1000, "no_heartbeat": True})
+    gone.expect("CLAIMED")
+    wait_until(f"the abandoned claim on {path} expired", lambda: expired(engine, path), timeout=15)
+    stealer = children("claim", {"url": shared_db, "path": path, "ttl_ms": 60000, "timeout_ms": 3000,
+                                 "fp_dir": str(tmp_path / "fp"), "tag": "s"}, "tests.ha.lease_child")
+    answer = stealer.expect("", timeout=30)
+    guard = stealer.expect("") if answer.startswith("CLAIMED") else None
+    frozen.send("go")
+    frozen.expect("DONE")
+    assert answer.startswith("CLAIMED") and guard == "GUARD OK", (
+        f"the claim on {path} that steals an expired claim answered {answer} ({guard}) while a holder of "
+        "/m4/c/s was frozen after its fence guard")
+

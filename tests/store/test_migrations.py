@@ -244,6 +244,56 @@ def test_a_database_at_0012_upgrades_to_the_mariadb_claim_procedure_and_back(emp
     assert current_revision(engine) == head_revision()
 
 
+def test_a_database_at_0014_upgrades_to_the_claim_procedure_that_locks_found_keys_and_back(empty_url, engine_of):
+    """Revision 0015 replaces the MariaDB claim procedure by one that locks the related claims it found by
+    their keys (nothing elsewhere): after the upgrade a claim steals an expired related claim written
+    before it, with a greater fence; the downgrade restores revision 0013's procedure, which still claims."""
+
+    from gravimeta.concurrency.scope_lease import LeaseBackend
+
+    engine = engine_of(empty_url)
+    mysql = engine.dialect.name in ("mysql", "mariadb")
+    upgrade(engine, "0014")
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO gm_claim_anchor (anchor, fence) VALUES ('/', 0), ('/m', 5)"))
+        conn.execute(text("INSERT INTO gm_scope_lease (scope_path, holder_id, fence, lease_expires_at, acquired_at, "
+                          "updated_at) VALUES ('/m/c', 'gone', 5, :t, :t, :t)"), {"t": "2020-01-01 00:00:00"})
+    upgrade(engine)
+    with engine.connect() as conn:
+        assert _claim_procedure_body(conn) == ("locks found keys" if mysql else None)
+    claims = LeaseBackend(engine, "n", ttl_ms=5000, timeout_ms=1000)
+    try:
+        claim = claims.claim_path("/m")
+        assert claim.fence == 6, "a fence went back below one issued before the upgrade"
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT holder_id FROM gm_scope_lease")).scalars().all() == [claim.holder]
+        claim.release()
+    finally:
+        claims.heartbeat.stop()
+
+    downgrade(engine, "0014")
+    assert current_revision(engine) == "0014"
+    with engine.connect() as conn:
+        assert _claim_procedure_body(conn) == ("locks by its IN/LIKE test" if mysql else None)
+    claims = LeaseBackend(engine, "n", ttl_ms=5000, timeout_ms=1000)
+    try:
+        assert claims.claim_path("/m/c").fence == 7
+    finally:
+        claims.heartbeat.stop()
+    upgrade(engine)
+    assert current_revision(engine) == head_revision()
+
+
+def _claim_procedure_body(conn) -> str | None:
+    """Which claim procedure the database has: revision 0015's (a cursor over the found keys), 0013's, or none."""
+    if conn.dialect.name not in ("mysql", "mariadb"):
+        return None
+    body = conn.execute(text("SELECT routine_definition FROM information_schema.routines WHERE routine_schema = "
+                             "DATABASE() AND routine_name = 'gm_claim_scope' AND routine_type = 'PROCEDURE'")
+                        ).scalar_one()
+    return "locks found keys" if "CURSOR FOR" in body else "locks by its IN/LIKE test"
+
+
 def _claim_procedure_count(conn) -> int:
     if conn.dialect.name not in ("mysql", "mariadb"):
         return 0
