@@ -22,6 +22,7 @@ from gravimeta.concurrency.coordinator import Coordinator
 from gravimeta.concurrency.tree_lock import TreeLock
 from gravimeta.config import Settings, check_authorization, load_settings, service_admins
 from gravimeta.dispatch import Dispatchers
+from gravimeta.dispatch.background_repair import BackgroundRepair
 from gravimeta.dispatch.catalogs import CatalogDispatcher
 from gravimeta.dispatch.connector_cache import ConnectorCache, catalog_locality
 from gravimeta.dispatch.journal import Reconciler
@@ -55,6 +56,8 @@ class Services:
     reconciler: Reconciler
     #: readiness checks and the request gate of a worker whose store may be away (gravimeta/health.py)
     health: Health
+    #: the serving worker's periodic journal repair (None: not serving, e.g. an operator command)
+    background_repair: BackgroundRepair | None = None
 
 
 def build_services(settings: Settings, registry: ConnectorRegistry | None = None,
@@ -105,6 +108,7 @@ def create_app(settings: Settings | None = None, **overrides: Any) -> Flask:
     services = app.extensions["gravimeta"] = build_services(settings, store_may_be_away=True)
     if services.health.schema_verified:  # a store that is away gets the root from the next server start
         publish_engine_roots(services)
+    services.background_repair = start_background_repair(services)
     register_api(app)
     guard_engine_calls(app)
     return app
@@ -121,6 +125,14 @@ def guard_engine_calls(app: Flask) -> None:
     @app.teardown_request
     def _leave(_exc: BaseException | None) -> None:
         door_guard.leave_serving(g.pop("engine_door_guard", None))
+
+
+def start_background_repair(services: Services) -> BackgroundRepair:
+    """The journal's background repair of this worker (gravimeta/dispatch/background_repair.py)."""
+    repairer, health = services.reconciler.repairer, services.health
+    return BackgroundRepair(services.reconciler.journal, lambda scopes: repairer.repair_pending(scopes=scopes),
+                            services.settings.journal_repair_interval_ms,
+                            ready=lambda: health.schema_verified).start()
 
 
 def publish_engine_roots(services: Services) -> None:

@@ -72,6 +72,13 @@ class Settings:
     graceful_timeout_ms: int = field(
         default=30000, metadata={"key": "gravimeta.server.graceful-timeout-ms", "env": "GRAVIMETA_GRACEFUL_TIMEOUT_MS"}
     )
+    # how often each worker settles the operation journal's intents left open by operations that did not
+    # finish (gravimeta/dispatch/background_repair.py); 0: never (the next operation on the scope, or
+    # `gravimeta repair`, does it then)
+    journal_repair_interval_ms: int = field(
+        default=60000,
+        metadata={"key": "gravimeta.journal.repair-interval-ms", "env": "GRAVIMETA_JOURNAL_REPAIR_INTERVAL_MS"},
+    )
     max_content_length: int = field(
         default=1024 * 1024,
         metadata={"key": "gravimeta.server.max-request-bytes", "env": "GRAVIMETA_MAX_REQUEST_BYTES"},
@@ -197,6 +204,9 @@ def load_settings(
     if settings.graceful_timeout_ms <= 0:
         raise ValueError("gravimeta.server.graceful-timeout-ms must be a positive number of milliseconds, "
                          f"not {settings.graceful_timeout_ms}")
+    if settings.journal_repair_interval_ms < 0:
+        raise ValueError("gravimeta.journal.repair-interval-ms must be 0 (off) or a positive number of "
+                         f"milliseconds, not {settings.journal_repair_interval_ms}")
     for name in filter(None, (n.strip().lower() for n in settings.authenticators.split(","))):
         if name not in ("simple", "oauth"):
             raise ValueError(f"gravitino.authenticators: unknown authenticator {name!r}; use simple and/or oauth")

@@ -33,8 +33,12 @@ class GunicornServer(BaseApplication):  # type: ignore[misc]
 def _release_worker(_server: Any, worker: Any) -> None:
     """gunicorn worker_exit hook, run in the worker after its in-flight requests ended (SIGTERM waits up
     to graceful_timeout; each structural operation releases its claim in the coordinator's `finally`):
-    stop the heartbeat thread, remove this process's gm_node row, close the pool."""
+    stop the journal's background repair and the heartbeat thread, remove this process's gm_node row,
+    close the pool."""
     services = getattr(getattr(worker, "wsgi", None), "extensions", {}).get("gravimeta")
+    background = getattr(services, "background_repair", None)
+    if background is not None:
+        background.stop()
     runtime = getattr(getattr(services, "coordinator", None), "runtime", None)
     if services is None or runtime is None:
         return

@@ -41,3 +41,12 @@ lock_off_peer_replicas = Gauge(
     "Other live replicas on this store that run with the distributed lock off, like this one (0 when it is on).",
     multiprocess_mode="livemax",
 )
+journal_stuck_intents = Gauge(
+    "gravimeta_journal_stuck_intents",
+    "Intents of the operation journal a repair could not settle, as of this worker's last background repair "
+    "pass: they wait for an operator (gravimeta repair --resolve).",
+    multiprocess_mode="livemax",
+)
+journal_background_repairs = Counter(
+    "gravimeta_journal_background_repairs_total", "Intents the background repair judged, by outcome.", ["outcome"]
+)

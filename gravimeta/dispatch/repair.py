@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import replace
 from functools import partial
 
@@ -67,12 +68,14 @@ class Repairer:
         self.store, self.coordinator, self.connectors = store, coordinator, connectors
         self.journal, self.settle_ms = journal, settle_ms
 
-    def repair_pending(self, settle_s: float | None = None) -> Counter[str]:
-        """Repair every open intent, each under a claim on its own scope (`gravimeta repair`). A busy
-        scope is deferred; a scope whose repair fails is counted and the others still run."""
+    def repair_pending(self, settle_s: float | None = None, scopes: Iterable[str] | None = None) -> Counter[str]:
+        """Repair every open intent, each under a claim on its own scope (`gravimeta repair`); with
+        `scopes`, only the intents recorded under those scope paths (the background repair's choice). A
+        busy scope is deferred; a scope whose repair fails is counted and the others still run."""
         settle_ms = self.settle_ms if settle_s is None else int(settle_s * 1000)
         outcomes: Counter[str] = Counter()
-        for path in sorted({i.scope_path for i in self.journal.pending()}):
+        paths = {i.scope_path for i in self.journal.pending()} if scopes is None else set(scopes)
+        for path in sorted(paths):
             scope = NameIdentifier(tuple(path.strip("/").split("/")))
             try:
                 outcomes += self.coordinator.run_structural(scope, partial(self._repair_scope, path, settle_ms))
