@@ -48,20 +48,22 @@ def test_recreating_a_schema_left_in_the_metastore_answers_409(cluster, stub):
     assert cluster.open_intents() == []  # the refused create left no pending operation
 
 
-# each request that reaches the metastore, and what the request is
+# each request that reaches the metastore: (method, path, body). Reads first; then each write in a scope
+# of its own, so that no request meets another's pending operation (which answers "still pending" without
+# calling the engine) instead of an engine call of its own
 ENGINE_REQUESTS = {
     "list schemas": ("GET", path_of(M, "c") + "/schemas", None),
     "load schema": ("GET", path_of(M, "c", "engine_only"), None),
-    "create schema": ("POST", path_of(M, "c") + "/schemas", {"name": "s2", "properties": {}}),
-    "drop schema": ("DELETE", path_of(M, "c", "s") + "?cascade=true", None),
     "list tables": ("GET", path_of(M, "c", "s") + "/tables", None),
     "load table": ("GET", path_of(M, "c", "s", "engine_only"), None),
-    "create table": ("POST", path_of(M, "c", "s") + "/tables", {"name": "t2", "columns": COLUMNS, "properties": {}}),
-    "rename table": ("PUT", path_of(M, "c", "s", "t"), {"updates": [{"@type": "rename", "newName": "t3"}]}),
-    "alter table": ("PUT", path_of(M, "c", "s", "t"), {"updates": [{"@type": "setProperty", "property": "k",
-                                                                     "value": "v"}]}),
-    "drop table": ("DELETE", path_of(M, "c", "s", "t"), None),
     "list partitions": ("GET", path_of(M, "c", "s", "t") + "/partitions", None),
+    "create table": ("POST", path_of(M, "c", "s") + "/tables", {"name": "t2", "columns": COLUMNS, "properties": {}}),
+    "rename table": ("PUT", path_of(M, "c", "sa", "ta"), {"updates": [{"@type": "rename", "newName": "ta2"}]}),
+    "drop table": ("DELETE", path_of(M, "c", "sb", "tb"), None),
+    "alter table": ("PUT", path_of(M, "c", "sc", "tc"), {"updates": [{"@type": "setProperty", "property": "k",
+                                                                       "value": "v"}]}),
+    "create schema": ("POST", path_of(M, "c2") + "/schemas", {"name": "s2", "properties": {}}),
+    "drop schema": ("DELETE", path_of(M, "c3", "sd") + "?cascade=true", None),
 }
 
 
@@ -69,9 +71,12 @@ def test_a_request_stuck_in_an_engine_call_ends_by_the_engine_timeout(cluster, s
     r = Replica(cluster.replica("a").url, "a", timeout=HANG_DETECTOR_S)
     api = Api(r)
     ok(api.metalake())
-    ok(api.catalog("hive", {"metastore.uris": stub.uri, "client.timeout-ms": "1000"}))
-    ok(api.schema())
-    ok(api.table("t"))
+    for catalog in ("c", "c2", "c3"):
+        ok(api.catalog("hive", {"metastore.uris": stub.uri, "client.timeout-ms": "1000"}, c=catalog))
+    for schema, table in (("s", "t"), ("sa", "ta"), ("sb", "tb"), ("sc", "tc")):
+        ok(api.schema(schema))
+        ok(api.table(table, s=schema))
+    ok(api.schema("sd", c="c3"))
     stub.fault("hang", count=1000, seconds=300)  # every metastore call blocks until released
     answers = {}
     try:
