@@ -3,7 +3,7 @@ lock-off table create, rename, drop and load on the same tables, served by the s
 
     .venv/bin/python bench/bare_stack.py --store-url URL [--bind 127.0.0.1:PORT] [--workers 2] [--threads 4]
 
-What gravimeta's request costs beyond this app is ours to win (issue 17): both use Flask, SQLAlchemy,
+What gravimeta's request costs beyond this app is ours to win: both use Flask, SQLAlchemy,
 psycopg, the same pool settings (no pre-ping, READ COMMITTED, pool_recycle 1800, default QueuePool),
 gunicorn's gthread worker with the same workers, threads and timeouts, on a database migrated by
 gravimeta's own migrations. What this app leaves out is everything else a gravimeta request does: the
@@ -127,7 +127,7 @@ def statements() -> SimpleNamespace:
     return SimpleNamespace(
         metalake=metalake, catalog=catalog, schema=schema, table=table, column=column,
         # gravimeta looks for intents left open under the schema before a create, rename or drop (they
-        # are settled first, issue 15; "settled": older than its settle time, 30 s); on a healthy store
+        # are settled first; "settled": older than its settle time, 30 s); on a healthy store
         # it finds none, and neither does this app. ancestry: the schema's path, then its ancestors.
         open_intents=(select(*[c for c in JOURNAL.c if c.name != "observed_at"],
                              (JOURNAL.c.created_at <= SETTLED_BEFORE).label("settled"), JOURNAL.c.observed_at)

@@ -1,4 +1,4 @@
-"""Structural writes against the stack's own ceiling (issue 17): gravimeta's table create/drop and load,
+"""Structural writes against the stack's own ceiling: gravimeta's table create/drop and load,
 side by side with the bare-stack ceiling (bench/bare_stack.py: the same SQL through the smallest Flask +
 SQLAlchemy Core app), `GET /api/version` and `pgbench -N`, all driven by wrk, in one run.
 
@@ -16,7 +16,7 @@ request's CPU went is measured too, per slice: the server's gunicorn workers and
 backends of its database (/proc/<pid>/stat), and wrk itself; on 2 shared cores these, not the
 latencies, say what a variant costs.
 
-Targets (issue 17): lock-off create/drop >= 0.8 x the bare stack; PG_ADVISORY >= 0.75 x it;
+Targets: lock-off create/drop >= 0.8 x the bare stack; PG_ADVISORY >= 0.75 x it;
 LEASE_TABLE p50 <= 1.2 x lock-off p50; load table >= 0.8 x the bare stack's same SELECT.
 """
 

@@ -19,8 +19,8 @@ each, wrk's `clients` connections (one thread each, schema s<i> each, so claims 
 create -> rename -> drop for `seconds` (bench/wrk/structural.lua). p50/p99 over all requests come from
 wrk's histogram, per operation from the script's timings. Ratios are per round against the lock-off
 run (latency) or the bare stack (throughput) of the same round; the table shows their median (short
-slices, many rounds, rotated order: background load on a shared machine comes in bursts). Targets
-(issue 6): LEASE_TABLE <= 1.3x and PG_ADVISORY <= 1.1x the lock-off p50.
+slices, many rounds, rotated order: background load on a shared machine comes in bursts). Targets:
+LEASE_TABLE <= 1.3x and PG_ADVISORY <= 1.1x the lock-off p50.
 On MariaDB (`--backend mysql`) and SQLite the modes are off, LEASE_TABLE and LEASE_TABLE durable (no
 advisory locks there, no bare stack; "durable" makes no difference off PostgreSQL: it is a control run
 of the same configuration). SQLite replicas share one database file on this machine.

@@ -12,8 +12,8 @@ once, each connection creating and dropping tables in its own schema (every requ
 operation, and no two connections' claims are related). Latency percentiles of a multi-replica run
 come from the pooled per-request timings of the wrk scripts (wrk's histograms cannot be merged). The
 pgbench side: a scale-1 pgbench database, `pgbench -N -c clients -j 2 -T seconds`. Rounds interleave
-pgbench, bare, off, LEASE_TABLE, PG_ADVISORY. Target (issue 6): PG_ADVISORY ops/s >= 0.35 x pgbench
-tps; the ratio to the bare stack is issue 17's measure.
+pgbench, bare, off, LEASE_TABLE, PG_ADVISORY. Target: PG_ADVISORY ops/s >= 0.35 x pgbench
+tps; the ratio to the bare stack says what gravimeta itself costs (bench/ceiling.py).
 
 Each round also sends `GET /api/version` (no database at all) from the same connections to the
 lock-off replicas: the framework's ceiling, i.e. the most requests per second these workers could

@@ -14,7 +14,7 @@ SHARE lock, which they share) and "off" gravimeta without the distributed lock: 
 claiming one scope at a time costs. The claim wait is polling with capped exponential backoff (2 ms
 doubling to 100 ms, full jitter), and whoever polls first after a release wins. The database line
 of waiters ("LEASE_TABLE queued") and the per-process gate ("LEASE_TABLE ungated" was the A/B) were
-removed in issue 14 (docs/ha.md "Waiting"). PG_ADVISORY waits in PostgreSQL's lock queue. No wake-up (LISTEN/NOTIFY) is implemented:
+removed (docs/ha.md "Waiting"). PG_ADVISORY waits in PostgreSQL's lock queue. No wake-up (LISTEN/NOTIFY) is implemented:
 docs/benchmarks.md says why.
 """
 

@@ -1,4 +1,4 @@
-"""The mixed race workload of issue 14 item 5: catalog and metalake renames and swaps mixed with table
+"""The mixed race workload: catalog and metalake renames and swaps mixed with table
 creates, drops, renames and property updates, sent to 3 replicas at once on PostgreSQL, run for each
 lock backend back to back; per backend the request latency (p50, p99, max, requests over 3 s) and the
 history checker's verdict.
@@ -10,9 +10,9 @@ The workload is the soak's (tests/chaos/soak.py) without its nemesis: 3 replicas
 fresh database per backend, lock ON, lease TTL 1.5 s, claim timeout at its default (10 s), `threads`
 client threads of table/schema operations on five catalogs (memory, sqlite, hive) in two metalakes, and
 one thread swapping catalog names inside a metalake and the two metalakes' names (three renames each).
-A request that waits out the claim timeout answers 503 ScopeBusy after ~10 s: the lock-order inversion
-of issue 14 item 5 shows as a p99 near 10 s. Goal (issue 14): AUTO and PG_ADVISORY p99 <= 1 s and no
-request over 3 s.
+A request that waits out the claim timeout answers 503 ScopeBusy after ~10 s: a lock-order inversion
+(such as an advisory claim taken after the tree lock, as it once was) shows as a p99 near 10 s. Goal:
+AUTO and PG_ADVISORY p99 <= 1 s and no request over 3 s.
 """
 
 from __future__ import annotations

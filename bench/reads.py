@@ -6,7 +6,7 @@
 One replica with ONE gunicorn worker (4 threads), lock on (AUTO: reads never claim, so the mode does
 not matter), a table with 10 columns. Rounds alternate version, load, version, load ... with
 `clients` closed-loop keep-alive clients; the figure is load/s ÷ version/s per round, median over
-rounds. Target (issue 6): >= 0.5.
+rounds. Target: >= 0.5.
 
 The clients run in this process and share the 2 cores with the worker and the database, so the
 measured req/s is partly the client's ceiling. The worker's own CPU time per request (from

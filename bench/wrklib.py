@@ -2,7 +2,7 @@
 threads: the client then costs a small fraction of the CPU that the servers under test get.
 
 Python threads on the same 2 cores used to cap every figure: through the same gunicorn setup,
-`GET /api/version` reached 0.58 x pgbench with them and about 0.9 x with wrk (issue 17).
+`GET /api/version` reached 0.58 x pgbench with them and about 0.9 x with wrk.
 
 wrk runs with one connection per thread (`-t N -c N`), so each Lua state is one connection: the
 scripts in bench/wrk/ give connection i its own schema s<i> (claims that never conflict) or one
