@@ -62,6 +62,8 @@ FAILPOINTS: dict[str, str] = {
     "catalog.location_checked": "sqlite catalog create/alter: path checked free under the lock, not yet committed",
     # owners (gravimeta/ownership)
     "owner.after_lock": "set owner: the object's row is locked, the owner not yet looked up or written",
+    # authorization (gravimeta/api/door.py)
+    "access.after_check": "the door let a request in; its dispatcher has not run (no claim taken yet)",
     # tags, statistics, partitions (issue 18)
     "tags.after_resolve": "tag association: the object's row is read (and locked) in its transaction, "
                           "the association rows not yet written",

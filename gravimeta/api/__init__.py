@@ -11,6 +11,7 @@ from flask import Flask
 
 
 def register_api(app: Flask) -> None:
+    from gravimeta.access.reader import AccessReader
     from gravimeta.api import (
         admin,
         catalogs,
@@ -27,6 +28,7 @@ def register_api(app: Flask) -> None:
         version,
     )
     from gravimeta.api.auth import register_auth
+    from gravimeta.api.door import register_door
     from gravimeta.api.errors import register_error_handlers
     from gravimeta.api.input_rules import register_input_rules
     from gravimeta.api.request_log import register_request_log
@@ -42,4 +44,7 @@ def register_api(app: Flask) -> None:
     register_input_rules(app)  # after authentication: it checks the authenticated user too
     register_error_handlers(app)
     health.register_store_gate(app)  # 503 while the store is away or not at this code's revision
+    services = app.extensions["gravimeta"]
+    door = register_door(app, AccessReader(services.store), services.settings)  # after authentication
+    services.coordinator.when_held = door.recheck  # structural operations check again under their claim
     register_request_metrics(app)

@@ -2,7 +2,8 @@
 Prometheus /metrics.
 
 Not part of Gravitino's API. They read the shared database directly, so any replica shows the claims of
-all replicas. With authentication on, only service admins may use them (api/auth.py).
+all replicas. With authentication on and service admins configured, only they may use them (@operator,
+api/door.py), whether authorization is on or off.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, multiprocess
 
-from gravimeta.api.auth import admin_only
+from gravimeta.api.door import operator
 from gravimeta.api.dto import ok
 from gravimeta.concurrency.node_registry import list_nodes
 from gravimeta.concurrency.reclaimer import live_claims
@@ -23,7 +24,7 @@ blueprint = Blueprint("admin", __name__)
 
 
 @blueprint.get("/api/admin/locks")
-@admin_only
+@operator
 def locks() -> Any:
     services = current_app.extensions["gravimeta"]
     engine = services.store.engine
@@ -41,7 +42,7 @@ def locks() -> Any:
 
 
 @blueprint.get("/metrics")
-@admin_only
+@operator
 def metrics() -> Response:
     """Prometheus text format; sums over all gunicorn workers when PROMETHEUS_MULTIPROC_DIR is set."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):

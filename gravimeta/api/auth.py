@@ -1,4 +1,4 @@
-"""Authentication and the service-admin check, like Gravitino's AuthenticationFilter.
+"""Authentication, like Gravitino's AuthenticationFilter.
 
 `gravitino.authenticators` lists the authenticators in order (empty: no authentication, every request
 acts as `anonymous`):
@@ -21,23 +21,15 @@ UnauthorizedException (code 1011) with a WWW-Authenticate challenge.
 what it creates; a request without credentials is `anonymous`. gravitino.authenticators="" turns
 authentication off (every request is `anonymous`).
 
-Views marked @admin_only (metalake create/drop, lock inspection, metrics) need a user listed in
-gravitino.authorization.serviceAdmins once that list names anyone (with no service admins configured,
-nobody could pass the check, so there is none): anyone else gets 403 ForbiddenException (an
-unauthenticated `anonymous` gets 401, so that it knows to send credentials). With
-gravitino.authorization.enable=true, a view also marked @owner_may (metalake drop) is left to the
-ownership check of its dispatcher instead (the metalake's owner or a service admin may drop it;
-gravimeta/ownership/authorizer.py).
-
-/api/version, CLOSE /, the health endpoints (api/health.py) and /api/openapi.json stay open: the official client calls
-/api/version before anything else.
+Routes declared @public (gravimeta/api/door.py: /api/version, CLOSE /, the health endpoints,
+/api/openapi.json) are not authenticated: the official client calls /api/version before anything
+else. Who may do what once authenticated is the door's business (gravimeta/api/door.py).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -45,12 +37,13 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from flask import Flask, current_app, g, request
 
-from gravimeta.config import Settings, service_admins
-from gravimeta.errors import Forbidden, Unauthorized
+from gravimeta.access.declaration import declared
+from gravimeta.config import Settings
+from gravimeta.errors import Unauthorized
 
 ANONYMOUS = "anonymous"
-OPEN_ENDPOINTS = frozenset({"version.version", "version.close", "health.live", "health.ready", "health.health",
-                            "openapi.document", "static"})
+#: Flask's own endpoint for static files (gravimeta serves none)
+STATIC = "static"
 ALGORITHMS = ("HS256", "HS384", "HS512", "RS256", "RS384", "RS512", "ES256", "ES384", "ES512",
               "PS256", "PS384", "PS512")
 
@@ -182,29 +175,28 @@ def build_authenticators(settings: Settings) -> list[Authenticator]:
     return result
 
 
-def admin_only(view: Callable[..., Any]) -> Callable[..., Any]:
-    """Mark a view as needing a service admin (when authentication is on and service admins are configured)."""
-    view.admin_only = True  # type: ignore[attr-defined]
-    return view
-
-
-def owner_may(view: Callable[..., Any]) -> Callable[..., Any]:
-    """Mark an @admin_only view that the object's owner may use too when authorization is on."""
-    view.owner_may = True  # type: ignore[attr-defined]
-    return view
+def require_credentials(message: str) -> None:
+    """Raise a 401 with the configured challenges when the caller sent no credentials (it is
+    `anonymous` by default) and an authenticator could take some: a refusal then tells the client to
+    authenticate rather than that it may not."""
+    authenticators = current_app.extensions.get("gravimeta.auth") or []
+    if authenticators and not g.get("authenticated", False):
+        raise AuthenticationRequired(message, [a.challenge for a in authenticators])
 
 
 def register_auth(app: Flask, settings: Settings) -> None:
     """Install the authentication check (a no-op when no authenticator is configured)."""
     authenticators = build_authenticators(settings)
-    admins = service_admins(settings)
     app.extensions["gravimeta.auth"] = authenticators
     if not authenticators:
         return
 
     @app.before_request
     def _authenticate() -> None:
-        if request.endpoint in OPEN_ENDPOINTS or request.method == "OPTIONS":
+        if request.endpoint == STATIC or request.method == "OPTIONS":
+            return
+        declaration = declared(current_app.view_functions.get(request.endpoint or ""))
+        if declaration is not None and declaration.public:
             return
         header = request.headers.get("Authorization")
         for authenticator in authenticators:
@@ -215,13 +207,3 @@ def register_auth(app: Flask, settings: Settings) -> None:
         else:
             raise AuthenticationRequired("The provided credentials did not support",
                                          [a.challenge for a in authenticators])
-        view = current_app.view_functions.get(request.endpoint or "")
-        gated = getattr(view, "admin_only", False) and bool(admins)
-        if gated and settings.authorization_enabled and getattr(view, "owner_may", False):
-            return  # the dispatcher checks ownership (owner or service admin)
-        if gated and g.user not in admins:
-            if not g.authenticated:
-                raise AuthenticationRequired(f"{request.method} {request.path} needs a service admin's credentials",
-                                             [a.challenge for a in authenticators])
-            raise Forbidden(f"User {g.user!r} is not a service admin; {request.method} {request.path} "
-                            "needs a user listed in gravitino.authorization.serviceAdmins")

@@ -7,7 +7,10 @@ from typing import Any
 from flask import Blueprint
 
 from gravimeta import errors
+from gravimeta.access import rules
+from gravimeta.access.facts import CATALOG, METALAKE
 from gravimeta.api import dto, payloads
+from gravimeta.api.door import needs, visible
 from gravimeta.api.errors import note_refusal, operation
 from gravimeta.api.requests import dispatchers, flag, json_body, user
 from gravimeta.entities import Catalog
@@ -17,9 +20,10 @@ blueprint = Blueprint("catalogs", __name__, url_prefix="/api/metalakes/<metalake
 
 
 @blueprint.get("")
+@needs(None, lists=rules.LOAD_CATALOG)
 @operation("catalog", "LIST")
 def list_catalogs(metalake: str) -> Any:
-    catalogs = dispatchers().catalogs.list(metalake)
+    catalogs = visible(CATALOG, dispatchers().catalogs.list(metalake), lambda c: c.name)
     if flag("details"):
         return dto.ok(catalogs=[dto.catalog(c) for c in catalogs])
     return dto.ok(identifiers=dto.identifiers([metalake], [c.name for c in catalogs]))
@@ -32,6 +36,7 @@ def _catalog_of(metalake: str, body: dict[str, Any]) -> Catalog:
 
 
 @blueprint.post("")
+@needs(rules.CREATE_CATALOG, on=METALAKE)
 @operation("catalog", "CREATE")
 def create_catalog(metalake: str) -> Any:
     catalog = _catalog_of(metalake, payloads.load(payloads.CatalogCreate, json_body()))
@@ -45,6 +50,7 @@ _TEST_CONNECTION_ERRORS = (errors.IllegalArgument, errors.ConnectionFailed, erro
 
 
 @blueprint.post("/testConnection")
+@needs(rules.CREATE_CATALOG, on=METALAKE)
 @operation("catalog", "TEST")
 def test_new_connection(metalake: str) -> Any:
     """Gravitino's pre-create probe: the body is a catalog create request; nothing is stored. A body
@@ -60,12 +66,14 @@ def test_new_connection(metalake: str) -> Any:
 
 
 @blueprint.get("/<catalog>")
+@needs(rules.LOAD_CATALOG, on=CATALOG)
 @operation("catalog", "LOAD", "catalog")
 def load_catalog(metalake: str, catalog: str) -> Any:
     return dto.ok(catalog=dto.catalog(dispatchers().catalogs.load(metalake, catalog)))
 
 
 @blueprint.put("/<catalog>")
+@needs(rules.ALTER_CATALOG, on=CATALOG)
 @operation("catalog", "ALTER", "catalog")
 def alter_catalog(metalake: str, catalog: str) -> Any:
     changes = payloads.load_updates(json_body(), payloads.CATALOG_UPDATES)
@@ -73,6 +81,7 @@ def alter_catalog(metalake: str, catalog: str) -> Any:
 
 
 @blueprint.patch("/<catalog>")
+@needs(rules.LOAD_CATALOG, on=CATALOG)
 @operation("catalog", "ENABLE", "catalog")
 def set_catalog_in_use(metalake: str, catalog: str) -> Any:
     body = payloads.load(payloads.InUseRequest, json_body())
@@ -81,12 +90,14 @@ def set_catalog_in_use(metalake: str, catalog: str) -> Any:
 
 
 @blueprint.delete("/<catalog>")
+@needs(rules.ALTER_CATALOG, on=CATALOG)
 @operation("catalog", "DROP", "catalog")
 def drop_catalog(metalake: str, catalog: str) -> Any:
     return dto.ok(dropped=dispatchers().catalogs.drop(metalake, catalog, force=flag("force"), user=user()))
 
 
 @blueprint.post("/<catalog>/testConnection")
+@needs(rules.ALTER_CATALOG, on=CATALOG)  # not in Gravitino 1.3: held to the rule of an alter
 @operation("catalog", "TEST", "catalog")
 def test_connection(metalake: str, catalog: str) -> Any:
     """Like the Java server: HTTP 200 either way; a failure is an error body with a non-zero code."""

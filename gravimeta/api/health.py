@@ -19,6 +19,7 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from gravimeta import errors
+from gravimeta.api.door import public
 from gravimeta.api.errors import error_body
 from gravimeta.api.request_log import request_id
 from gravimeta.health import LIVE, Check
@@ -40,12 +41,14 @@ def _answer(checks: list[Check]) -> Any:
 
 @blueprint.get("/api/health/live")
 @blueprint.get("/health/live")
+@public
 def live() -> Any:
     return _answer([LIVE])
 
 
 @blueprint.get("/api/health/ready")
 @blueprint.get("/health/ready")
+@public
 def ready() -> Any:
     return _answer(current_app.extensions["gravimeta"].health.readiness())
 
@@ -53,6 +56,7 @@ def ready() -> Any:
 @blueprint.get("/api/health")
 @blueprint.get("/health")
 @blueprint.get("/health.html")
+@public
 def health() -> Any:
     return _answer([LIVE, *current_app.extensions["gravimeta"].health.readiness()])
 

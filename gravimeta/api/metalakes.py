@@ -6,8 +6,10 @@ from typing import Any
 
 from flask import Blueprint
 
+from gravimeta.access import rules
+from gravimeta.access.facts import METALAKE
 from gravimeta.api import dto, payloads
-from gravimeta.api.auth import admin_only, owner_may
+from gravimeta.api.door import needs, visible
 from gravimeta.api.errors import operation
 from gravimeta.api.requests import dispatchers, flag, json_body, user
 from gravimeta.entities import Metalake
@@ -16,13 +18,15 @@ blueprint = Blueprint("metalakes", __name__, url_prefix="/api/metalakes")
 
 
 @blueprint.get("")
+@needs(None, lists=rules.METALAKE_USER)
 @operation("metalake", "LIST")
 def list_metalakes() -> Any:
-    return dto.ok(metalakes=[dto.metalake(m) for m in dispatchers().metalakes.list()])
+    found = visible(METALAKE, dispatchers().metalakes.list(), lambda m: m.name)
+    return dto.ok(metalakes=[dto.metalake(m) for m in found])
 
 
 @blueprint.post("")
-@admin_only
+@needs(rules.SERVICE_ADMIN)
 @operation("metalake", "CREATE")
 def create_metalake() -> Any:
     body = payloads.load(payloads.MetalakeCreate, json_body())
@@ -31,12 +35,14 @@ def create_metalake() -> Any:
 
 
 @blueprint.get("/<metalake>")
+@needs(rules.METALAKE_USER, on=METALAKE)
 @operation("metalake", "LOAD", "metalake")
 def load_metalake(metalake: str) -> Any:
     return dto.ok(metalake=dto.metalake(dispatchers().metalakes.load(metalake)))
 
 
 @blueprint.put("/<metalake>")
+@needs(rules.METALAKE_OWNER, on=METALAKE)
 @operation("metalake", "ALTER", "metalake")
 def alter_metalake(metalake: str) -> Any:
     changes = payloads.load_updates(json_body(), payloads.METALAKE_UPDATES)
@@ -45,6 +51,7 @@ def alter_metalake(metalake: str) -> Any:
 
 
 @blueprint.patch("/<metalake>")
+@needs(rules.METALAKE_OWNER, on=METALAKE)
 @operation("metalake", "ENABLE", "metalake")
 def set_metalake_in_use(metalake: str) -> Any:
     body = payloads.load(payloads.InUseRequest, json_body())
@@ -53,8 +60,7 @@ def set_metalake_in_use(metalake: str) -> Any:
 
 
 @blueprint.delete("/<metalake>")
-@admin_only
-@owner_may
+@needs(rules.METALAKE_OWNER, on=METALAKE)
 @operation("metalake", "DROP", "metalake")
 def drop_metalake(metalake: str) -> Any:
     return dto.ok(dropped=dispatchers().metalakes.drop(metalake, force=flag("force"), user=user()))

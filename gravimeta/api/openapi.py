@@ -22,8 +22,11 @@ from flask import Blueprint, Flask, current_app, jsonify
 from marshmallow import INCLUDE, Schema, fields
 
 from gravimeta import GRAVITINO_API_VERSION, __version__, capacity, names
+from gravimeta.access import rules
+from gravimeta.access.declaration import Declaration, declared
 from gravimeta.api import openapi_attached, payloads
-from gravimeta.api.auth import OPEN_ENDPOINTS, build_authenticators
+from gravimeta.api.auth import build_authenticators
+from gravimeta.api.door import public
 from gravimeta.api.input_rules import NAME_ARGS
 
 blueprint = Blueprint("openapi", __name__)
@@ -230,7 +233,6 @@ class Op:
     body: str | None = None
     body_required: bool = True
     query: tuple[str, ...] = ()
-    admin: bool = False
     tags: tuple[str, ...] = field(default=())
 
 
@@ -253,16 +255,15 @@ OPERATIONS: dict[str, Op] = {
     "health.ready": Op("Readiness: store, schema revision, heartbeat; 503 when a check is DOWN", "HealthResponse"),
     "health.health": Op("Liveness and readiness together; 503 when a check is DOWN", "HealthResponse"),
     "openapi.document": Op("This document", None),
-    "admin.locks": Op("Live cross-node claims and replicas (service admins)", "LocksResponse", admin=True),
-    "admin.metrics": Op("Prometheus metrics (service admins)", None, admin=True),
+    "admin.locks": Op("Live cross-node claims and replicas (service admins)", "LocksResponse"),
+    "admin.metrics": Op("Prometheus metrics (service admins)", None),
     "metalakes.list_metalakes": Op("List metalakes", "MetalakeListResponse"),
-    "metalakes.create_metalake": Op("Create a metalake (service admins)", "MetalakeResponse", "MetalakeCreate",
-                                    admin=True),
+    "metalakes.create_metalake": Op("Create a metalake (service admins, with authorization on)", "MetalakeResponse",
+                                    "MetalakeCreate"),
     "metalakes.load_metalake": Op("Load a metalake", "MetalakeResponse"),
     "metalakes.alter_metalake": Op("Alter a metalake", "MetalakeResponse", "MetalakeUpdatesRequest"),
     "metalakes.set_metalake_in_use": Op("Enable or disable a metalake", "BaseResponse", "InUseRequest"),
-    "metalakes.drop_metalake": Op("Drop a metalake (service admins)", "DropResponse", query=("force",),
-                                  admin=True),
+    "metalakes.drop_metalake": Op("Drop a metalake", "DropResponse", query=("force",)),
     "catalogs.list_catalogs": Op("List catalogs", "CatalogListResponse", query=("details",)),
     "catalogs.create_catalog": Op("Create a catalog", "CatalogResponse", "CatalogCreate"),
     "catalogs.load_catalog": Op("Load a catalog", "CatalogResponse"),
@@ -288,15 +289,12 @@ OPERATIONS: dict[str, Op] = {
     # owners, users and groups: 405 unless gravitino.authorization.enable=true (docs/authorization.md)
     "owners.get_owner": Op("The owner of a metadata object ({object_type}: metalake, catalog, schema, table; "
                            "{full_name}: dot-separated, without the metalake)", "OwnerResponse"),
-    "owners.set_owner": Op("Set the owner of a metadata object (its owner, an enclosing object's owner or a "
-                           "service admin)", "SetResponse", "OwnerSetRequest"),
-    "users.add_user": Op("Add a user to the metalake (its owner or a service admin)", "UserResponse",
-                         "PrincipalAddRequest"),
+    "owners.set_owner": Op("Set the owner of a metadata object", "SetResponse", "OwnerSetRequest"),
+    "users.add_user": Op("Add a user to the metalake", "UserResponse", "PrincipalAddRequest"),
     "users.get_user": Op("Load a user of the metalake", "UserResponse"),
     "users.list_users": Op("List the metalake's users", "PrincipalListResponse", query=("details",)),
     "users.remove_user": Op("Remove a user; the objects it owned have no owner afterwards", "RemoveResponse"),
-    "groups.add_group": Op("Add a group to the metalake (its owner or a service admin)", "GroupResponse",
-                           "PrincipalAddRequest"),
+    "groups.add_group": Op("Add a group to the metalake", "GroupResponse", "PrincipalAddRequest"),
     "groups.get_group": Op("Load a group of the metalake", "GroupResponse"),
     "groups.list_groups": Op("List the metalake's groups", "PrincipalListResponse", query=("details",)),
     "groups.remove_group": Op("Remove a group; the objects it owned have no owner afterwards", "RemoveResponse"),
@@ -412,11 +410,13 @@ def _operations(app: Flask, schemes: list[dict[str, list[str]]]) -> dict[str, di
         path = re.sub(r"<(?:[^:<>]+:)?([^<>]+)>", r"{\1}", rule.rule)
         for method in sorted((rule.methods or set()) - _IGNORED_METHODS):
             key = "x-close" if method == "CLOSE" else method.lower()
-            paths.setdefault(path, {})[key] = _operation(rule.endpoint, list(rule.arguments), schemes)
+            access = declared(app.view_functions.get(rule.endpoint))
+            paths.setdefault(path, {})[key] = _operation(rule.endpoint, list(rule.arguments), schemes, access)
     return paths
 
 
-def _operation(endpoint: str, arguments: list[str], schemes: list[dict[str, list[str]]]) -> dict[str, Any]:
+def _operation(endpoint: str, arguments: list[str], schemes: list[dict[str, list[str]]],
+               access: Declaration | None = None) -> dict[str, Any]:
     op = OPERATIONS.get(endpoint)
     result: dict[str, Any] = {"operationId": endpoint.replace(".", "_"), "tags": [endpoint.split(".")[0]]}
     parameters = [
@@ -456,16 +456,19 @@ def _operation(endpoint: str, arguments: list[str], schemes: list[dict[str, list
                            "default": {"$ref": "#/components/responses/Error"}}
     if endpoint.startswith("health.") and endpoint != "health.live":  # DOWN is a health body too, not an error
         result["responses"]["503"] = {**ok, "description": "A check is DOWN"}
-    if endpoint in OPEN_ENDPOINTS:
+    if access is not None and access.public:
         result["security"] = []
     elif schemes:
         result["security"] = schemes
-    if op.admin:
-        result["x-service-admin"] = True
+    if access is not None:  # who may call it with authorization on (docs/authorization.md)
+        result["x-authorization"] = access.describe("metalake" in arguments).replace("`", "")
+        if access.operator or access.rule is rules.SERVICE_ADMIN:
+            result["x-service-admin"] = True
     return result
 
 
 @blueprint.get("/api/openapi.json")
+@public
 def document() -> Any:
     doc = current_app.extensions.get("gravimeta.openapi")
     if doc is None:

@@ -6,7 +6,9 @@ from typing import Any
 
 from flask import Blueprint
 
+from gravimeta.access import rules
 from gravimeta.api import dto, payloads
+from gravimeta.api.door import needs
 from gravimeta.api.errors import operation
 from gravimeta.api.requests import dispatchers, json_body, user
 from gravimeta.ownership.dispatcher import OwnershipDispatcher
@@ -22,6 +24,7 @@ def ownership() -> OwnershipDispatcher:
 
 
 @blueprint.get("/<object_type>/<full_name>")
+@needs(rules.CAN_ACCESS_METADATA)
 @operation("owner", "GET", "full_name")
 def get_owner(metalake: str, object_type: str, full_name: str) -> Any:
     """`owner` is null for an object without one (its owning user was removed)."""
@@ -30,6 +33,7 @@ def get_owner(metalake: str, object_type: str, full_name: str) -> Any:
 
 
 @blueprint.put("/<object_type>/<full_name>")
+@needs(rules.CAN_SET_OWNER)
 @operation("owner", "SET", "full_name")
 def set_owner(metalake: str, object_type: str, full_name: str) -> Any:
     body = payloads.load(payloads.OwnerSetRequest, json_body())

@@ -10,7 +10,10 @@ from typing import Any
 from flask import Blueprint, current_app
 
 from gravimeta import errors, partitions
+from gravimeta.access import rules
+from gravimeta.access.facts import TABLE
 from gravimeta.api import dto, limits
+from gravimeta.api.door import needs
 from gravimeta.api.errors import operation
 from gravimeta.api.requests import flag, json_body, user
 from gravimeta.dispatch.partitions import PartitionDispatcher
@@ -32,6 +35,7 @@ def partition_dto(p: partitions.Partition) -> dict[str, Any]:
 
 
 @blueprint.get("")
+@needs(rules.LOAD_TABLE, on=TABLE)
 @operation("partition", "LIST", parent_arg="table")
 def list_partitions(metalake: str, catalog: str, schema: str, table: str) -> Any:
     found = dispatcher().list(metalake, catalog, schema, table)
@@ -41,6 +45,7 @@ def list_partitions(metalake: str, catalog: str, schema: str, table: str) -> Any
 
 
 @blueprint.post("")
+@needs(rules.MODIFY_TABLE, on=TABLE)
 @operation("partition", "CREATE", parent_arg="table")
 def add_partitions(metalake: str, catalog: str, schema: str, table: str) -> Any:
     body = json_body()
@@ -56,12 +61,14 @@ def add_partitions(metalake: str, catalog: str, schema: str, table: str) -> Any:
 
 
 @blueprint.get("/<path:partition>")
+@needs(rules.LOAD_TABLE, on=TABLE)
 @operation("partition", "GET", "partition", parent_arg="table")
 def get_partition(metalake: str, catalog: str, schema: str, table: str, partition: str) -> Any:
     return dto.ok(partition=partition_dto(dispatcher().get(metalake, catalog, schema, table, partition)))
 
 
 @blueprint.delete("/<path:partition>")
+@needs(rules.MODIFY_TABLE, on=TABLE)
 @operation("partition", "DROP", parent_arg="table")
 def drop_partition(metalake: str, catalog: str, schema: str, table: str, partition: str) -> Any:
     purge = flag("purge")

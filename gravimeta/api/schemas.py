@@ -6,7 +6,10 @@ from typing import Any
 
 from flask import Blueprint, request
 
+from gravimeta.access import rules
+from gravimeta.access.facts import CATALOG, SCHEMA
 from gravimeta.api import dto, payloads
+from gravimeta.api.door import needs, visible
 from gravimeta.api.errors import operation
 from gravimeta.api.requests import dispatchers, flag, json_body, user
 from gravimeta.entities import Schema
@@ -15,14 +18,17 @@ blueprint = Blueprint("schemas", __name__, url_prefix="/api/metalakes/<metalake>
 
 
 @blueprint.get("")
+@needs(rules.LOAD_CATALOG, on=CATALOG, lists=rules.FILTER_SCHEMA)
 @operation("schema", "LIST")
 def list_schemas(metalake: str, catalog: str) -> Any:
     parent = request.args.get("parentSchema", "")
-    names = [s.name for s in dispatchers().schemas.list(metalake, catalog, parent_schema=parent)]
+    found = dispatchers().schemas.list(metalake, catalog, parent_schema=parent)
+    names = [s.name for s in visible(SCHEMA, found, lambda s: s.name)]
     return dto.ok(identifiers=dto.identifiers([metalake, catalog], names))
 
 
 @blueprint.post("")
+@needs(rules.CREATE_SCHEMA, on=CATALOG)
 @operation("schema", "CREATE")
 def create_schema(metalake: str, catalog: str) -> Any:
     body = payloads.load(payloads.SchemaCreate, json_body())
@@ -31,12 +37,14 @@ def create_schema(metalake: str, catalog: str) -> Any:
 
 
 @blueprint.get("/<schema>")
+@needs(rules.LOAD_SCHEMA, on=SCHEMA)
 @operation("schema", "LOAD", "schema")
 def load_schema(metalake: str, catalog: str, schema: str) -> Any:
     return dto.ok(schema=dto.schema(dispatchers().schemas.load(metalake, catalog, schema)))
 
 
 @blueprint.put("/<schema>")
+@needs(rules.ALTER_SCHEMA, on=SCHEMA)
 @operation("schema", "ALTER", "schema")
 def alter_schema(metalake: str, catalog: str, schema: str) -> Any:
     changes = payloads.load_updates(json_body(), payloads.SCHEMA_UPDATES)
@@ -44,6 +52,7 @@ def alter_schema(metalake: str, catalog: str, schema: str) -> Any:
 
 
 @blueprint.delete("/<schema>")
+@needs(rules.ALTER_SCHEMA, on=SCHEMA)
 @operation("schema", "DROP", "schema")
 def drop_schema(metalake: str, catalog: str, schema: str) -> Any:
     dropped = dispatchers().schemas.drop(metalake, catalog, schema, cascade=flag("cascade"), user=user())

@@ -8,7 +8,10 @@ from typing import Any
 from flask import Blueprint, current_app, request
 
 from gravimeta import metadata_objects
+from gravimeta.access import rules
+from gravimeta.access.facts import TABLE
 from gravimeta.api import dto, payloads
+from gravimeta.api.door import needs
 from gravimeta.api.errors import operation, operation_names
 from gravimeta.api.requests import flag, json_body, user
 from gravimeta.api.statistic_payloads import (
@@ -29,6 +32,7 @@ def statistics() -> StatisticDispatcher:
 
 
 @blueprint.get("")
+@needs(rules.LOAD_TABLE, on=TABLE)
 @operation("statistic", "LIST", "full_name", parent_arg="metalake")
 def list_statistics(metalake: str, kind: str, full_name: str) -> Any:
     found = statistics().list_statistics(metalake, metadata_objects.parse(kind, full_name))
@@ -36,6 +40,7 @@ def list_statistics(metalake: str, kind: str, full_name: str) -> Any:
 
 
 @blueprint.put("")
+@needs(rules.MODIFY_TABLE, on=TABLE)
 @operation("statistic", "UPDATE", parent_arg="full_name")
 def update_statistics(metalake: str, kind: str, full_name: str) -> Any:
     body = payloads.load(StatisticsUpdate, json_body())
@@ -45,6 +50,7 @@ def update_statistics(metalake: str, kind: str, full_name: str) -> Any:
 
 
 @blueprint.post("")
+@needs(rules.MODIFY_TABLE, on=TABLE)
 @operation("statistic", "DROP", parent_arg="full_name")
 def drop_statistics(metalake: str, kind: str, full_name: str) -> Any:
     body = payloads.load(StatisticsDrop, json_body())
@@ -56,6 +62,7 @@ def drop_statistics(metalake: str, kind: str, full_name: str) -> Any:
 
 
 @blueprint.get("/partitions")
+@needs(rules.LOAD_TABLE, on=TABLE)
 @operation("partition stats", "LIST", parent_arg="full_name")
 def list_partition_statistics(metalake: str, kind: str, full_name: str) -> Any:
     span = PartitionRange(request.args.get("from"), flag("fromInclusive", True),
@@ -69,6 +76,7 @@ def list_partition_statistics(metalake: str, kind: str, full_name: str) -> Any:
 
 
 @blueprint.put("/partitions")
+@needs(rules.MODIFY_TABLE, on=TABLE)
 @operation("partition stats", "UPDATE", parent_arg="full_name")
 def update_partition_statistics(metalake: str, kind: str, full_name: str) -> Any:
     body = payloads.load(PartitionStatisticsUpdate, json_body())
@@ -79,6 +87,7 @@ def update_partition_statistics(metalake: str, kind: str, full_name: str) -> Any
 
 
 @blueprint.post("/partitions")
+@needs(rules.MODIFY_TABLE, on=TABLE)
 @operation("partition stats", "DROP", parent_arg="full_name")
 def drop_partition_statistics(metalake: str, kind: str, full_name: str) -> Any:
     body = payloads.load(PartitionStatisticsDrop, json_body())

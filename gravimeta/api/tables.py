@@ -6,7 +6,10 @@ from typing import Any
 
 from flask import Blueprint
 
+from gravimeta.access import rules
+from gravimeta.access.facts import SCHEMA, TABLE
 from gravimeta.api import dto, payloads
+from gravimeta.api.door import needs, visible
 from gravimeta.api.errors import operation
 from gravimeta.api.requests import dispatchers, flag, json_body, user
 from gravimeta.entities import Column, Table
@@ -41,13 +44,15 @@ def _table_of(body: dict[str, Any]) -> Table:
 
 
 @blueprint.get("")
+@needs(rules.LOAD_SCHEMA, on=SCHEMA, lists=rules.FILTER_TABLE)
 @operation("table", "LIST")
 def list_tables(metalake: str, catalog: str, schema: str) -> Any:
-    names = dispatchers().tables.list(metalake, catalog, schema)
+    names = visible(TABLE, dispatchers().tables.list(metalake, catalog, schema), str)
     return dto.ok(identifiers=dto.identifiers([metalake, catalog, schema], names))
 
 
 @blueprint.post("")
+@needs(rules.CREATE_TABLE, on=SCHEMA)
 @operation("table", "CREATE")
 def create_table(metalake: str, catalog: str, schema: str) -> Any:
     table = _table_of(payloads.load(payloads.TableCreate, json_body()))
@@ -55,12 +60,14 @@ def create_table(metalake: str, catalog: str, schema: str) -> Any:
 
 
 @blueprint.get("/<table>")
+@needs(rules.LOAD_TABLE, on=TABLE, modify=rules.MODIFY_TABLE)
 @operation("table", "LOAD", "table")
 def load_table(metalake: str, catalog: str, schema: str, table: str) -> Any:
     return dto.ok(table=dto.table(dispatchers().tables.load(metalake, catalog, schema, table)))
 
 
 @blueprint.put("/<table>")
+@needs(rules.MODIFY_TABLE, on=TABLE)
 @operation("table", "ALTER", "table")
 def alter_table(metalake: str, catalog: str, schema: str, table: str) -> Any:
     changes = payloads.load_updates(json_body(), payloads.TABLE_UPDATES, allow_empty=False)
@@ -69,6 +76,7 @@ def alter_table(metalake: str, catalog: str, schema: str, table: str) -> Any:
 
 
 @blueprint.delete("/<table>")
+@needs(rules.DROP_TABLE, on=TABLE)
 @operation("table", "DROP", "table")
 def drop_table(metalake: str, catalog: str, schema: str, table: str) -> Any:
     purge = flag("purge")

@@ -102,12 +102,17 @@ class Coordinator:
         self.claims = claims
         #: what keeps the cross-node layer alive (bootstrap.DistributedLock: heartbeat thread, node row)
         self.runtime = runtime
+        #: called once a structural operation holds its claim and TreeLock, before its work: the
+        #: request's access check runs again there (gravimeta/api/door.py), so that no other structural
+        #: change of the scope comes between the check and the change
+        self.when_held: Callable[[], None] | None = None
 
     @contextmanager
     def structural(self, scope: NameIdentifier, lock_type: LockType = LockType.WRITE) -> Iterator[None]:
         """Claim `scope` across nodes, then hold the TreeLock on it, for a structural change."""
         if self.claims is None:
             with self.tree_lock.locked(scope, lock_type):
+                self._held()
                 yield
             return
         claim = self.claims.claim(scope)
@@ -117,6 +122,7 @@ class Coordinator:
         try:
             with self.tree_lock.locked(scope, lock_type), guard.installed(claim.fence_guard()), \
                     guard.joining(None if own is None else own.transaction):
+                self._held()
                 yield
             if own is not None:  # after the TreeLock, as a release: the commit ends the claim's locks
                 own.commit()
@@ -124,6 +130,10 @@ class Coordinator:
             _current.reset(current)
             _one_transaction.reset(token)
             claim.release()
+
+    def _held(self) -> None:
+        if self.when_held is not None:
+            self.when_held()
 
     def run_structural(self, scope: NameIdentifier, work: Callable[[], T], lock_type: LockType = LockType.WRITE) -> T:
         """`work()` inside structural(scope); once more if it raised NeedsLastingClaim (see the module

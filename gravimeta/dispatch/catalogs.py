@@ -17,7 +17,6 @@ from gravimeta.dispatch.changes import Changes, Unchanged, apply_catalog_changes
 from gravimeta.dispatch.connector_cache import ConnectorCache
 from gravimeta.dispatch.retirement import retire
 from gravimeta.entities import Catalog, Metalake, NameIdentifier
-from gravimeta.ownership.authorizer import Authorizer
 from gravimeta.store import EntityStore
 from gravimeta.store.catalog_locations import catalogs_of_provider
 from gravimeta.store.journal import OperationJournal
@@ -31,10 +30,8 @@ def require_metalake_in_use(metalake: Metalake) -> None:
 
 
 class CatalogDispatcher:
-    def __init__(self, store: EntityStore, coordinator: Coordinator, connectors: ConnectorCache,
-                 authorizer: Authorizer | None = None):
+    def __init__(self, store: EntityStore, coordinator: Coordinator, connectors: ConnectorCache):
         self.store, self.coordinator, self.connectors = store, coordinator, connectors
-        self.authorizer = authorizer or Authorizer.off()
         self.journal = OperationJournal(store)
 
     def list(self, metalake: str) -> list[Catalog]:
@@ -83,12 +80,10 @@ class CatalogDispatcher:
         if any(is_rename(c) for c in changes):
             with self.coordinator.structural(NameIdentifier.of(metalake), LockType.WRITE), guard, \
                     self.journal.following_rename(f"/{metalake}/{name}", f"/{metalake}/{candidate.name}", (metalake, name)):
-                self.authorizer.require_owner(user, (metalake, name), "alter")
                 _, after = self.store.update_catalog(metalake, name, mutate, user)
                 self.connectors.forget(metalake, name)
                 return after
         with self.coordinator.local(NameIdentifier.of(metalake, name), LockType.WRITE), guard:
-            self.authorizer.require_owner(user, (metalake, name), "alter")
             return self.store.update_catalog(metalake, name, mutate, user)[1]
 
     def set_in_use(self, metalake: str, name: str, in_use: bool, user: str) -> None:
@@ -104,7 +99,6 @@ class CatalogDispatcher:
             return catalog
 
         with self.coordinator.structural(NameIdentifier.of(metalake), LockType.WRITE), suppress(Unchanged):
-            self.authorizer.require_owner(user, (metalake, name), "enable or disable")
             require_metalake_in_use(self.store.get_metalake(metalake))
             self.store.update_catalog(metalake, name, mutate, user)
 
@@ -116,7 +110,6 @@ class CatalogDispatcher:
                 raise errors.CatalogInUse(f"Catalog {metalake}.{name} is in use; disable it first or use force=true")
 
         with self.coordinator.structural(NameIdentifier.of(metalake), LockType.WRITE):
-            self.authorizer.require_owner(user, (metalake, name), "drop")
             try:
                 catalog = self.store.get_catalog(metalake, name)
             except errors.NotFound:

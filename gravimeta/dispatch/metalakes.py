@@ -46,12 +46,10 @@ class MetalakeDispatcher:
             new_name = apply_metalake_changes(Metalake(name), list(changes)).name
             with self.coordinator.structural(ROOT, LockType.WRITE), \
                     OperationJournal(self.store).following_rename(f"/{name}", f"/{new_name}"):
-                self.authorizer.require_owner(user, (name,), "alter")
                 _, after = self.store.update_metalake(name, mutate, user)
                 self.connectors.forget(name)
                 return after
         with self.coordinator.local(NameIdentifier.of(name), LockType.WRITE):
-            self.authorizer.require_owner(user, (name,), "alter")
             return self.store.update_metalake(name, mutate, user)[1]
 
     def set_in_use(self, name: str, in_use: bool, user: str) -> None:
@@ -69,7 +67,6 @@ class MetalakeDispatcher:
             return metalake
 
         with self.coordinator.structural(NameIdentifier.of(name), LockType.WRITE), suppress(Unchanged):
-            self.authorizer.require_owner(user, (name,), "enable or disable")
             self.store.update_metalake(name, mutate, user)
 
     def drop(self, name: str, force: bool, user: str | None = None) -> bool:
@@ -80,7 +77,6 @@ class MetalakeDispatcher:
                 raise errors.MetalakeInUse(f"Metalake {name} is in use; disable it first or use force=true")
 
         with self.coordinator.structural(ROOT, LockType.WRITE):
-            self.authorizer.require_owner(user, (name,), "drop")
             try:
                 catalogs = self.store.list_catalogs(name) if force else []
             except errors.NoSuchMetalake:

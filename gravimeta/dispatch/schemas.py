@@ -17,7 +17,6 @@ from gravimeta.dispatch.imports import EngineImporter
 from gravimeta.dispatch.intent_records import CreateSchema, DropSchema, Where
 from gravimeta.dispatch.journal import Reconciler
 from gravimeta.entities import NameIdentifier, Schema
-from gravimeta.ownership.authorizer import Authorizer
 from gravimeta.store import EntityStore
 from gravimeta.store import preconditions as pre
 
@@ -27,10 +26,9 @@ SCHEMA_SEPARATOR = ":"
 
 class SchemaDispatcher:
     def __init__(self, store: EntityStore, coordinator: Coordinator, connectors: ConnectorCache,
-                 reconciler: Reconciler | None = None, authorizer: Authorizer | None = None):
+                 reconciler: Reconciler | None = None):
         self.store, self.coordinator, self.connectors = store, coordinator, connectors
         self.reconciler = reconciler or Reconciler(store, coordinator, connectors)
-        self.authorizer = authorizer or Authorizer.off()
         self.importer = EngineImporter(store, coordinator, connectors, self.reconciler)
 
     def list(self, m: str, c: str, parent_schema: str = "") -> list[Schema]:
@@ -81,7 +79,6 @@ class SchemaDispatcher:
 
     def alter(self, m: str, c: str, name: str, changes: Changes, user: str) -> Schema:
         with self.coordinator.local(NameIdentifier.of(m, c, name), LockType.WRITE):
-            self.authorizer.require_owner(user, (m, c, name), "alter")
             catalog_in_use(self.store, m, c)
             return self.store.update_schema(m, c, name, lambda s: apply_schema_changes(s, changes), user)[1]
 
@@ -93,7 +90,6 @@ class SchemaDispatcher:
             return record if pre.schema_droppable(self.store, s, m, c, name, cascade) is not None else None
 
         def work() -> bool:
-            self.authorizer.require_owner(user, (m, c, name), "drop")
             if not cascade:
                 self.importer.refuse_engine_tables(m, c, name)
             if self.reconciler.run(scope, DropSchema(Where(0, m, c), name, cascade), check) is not None:

@@ -24,7 +24,6 @@ from gravimeta.dispatch.intent_records import CreateTable, DropTable, RenameTabl
 from gravimeta.dispatch.journal import Reconciler
 from gravimeta.dispatch.table_rules import engine_checked, table_mutation, validate_table
 from gravimeta.entities import NameIdentifier, Table
-from gravimeta.ownership.authorizer import Authorizer
 from gravimeta.store import EntityStore
 from gravimeta.store import preconditions as pre
 
@@ -33,10 +32,9 @@ __all__ = ["TableDispatcher", "validate_table"]
 
 class TableDispatcher:
     def __init__(self, store: EntityStore, coordinator: Coordinator, connectors: ConnectorCache,
-                 reconciler: Reconciler | None = None, authorizer: Authorizer | None = None):
+                 reconciler: Reconciler | None = None):
         self.store, self.coordinator, self.connectors = store, coordinator, connectors
         self.reconciler = reconciler or Reconciler(store, coordinator, connectors)
-        self.authorizer = authorizer or Authorizer.off()
         self.importer = EngineImporter(store, coordinator, connectors, self.reconciler)
 
     def list(self, m: str, c: str, s: str) -> list[str]:
@@ -103,7 +101,6 @@ class TableDispatcher:
         mutate = table_mutation(changes)
         if not any(is_rename(ch) for ch in changes):
             with self.coordinator.local(NameIdentifier.of(m, c, s, name), LockType.READ):
-                self.authorizer.require_owner(user, (m, c, s, name), "alter")
                 connector = self.connectors.for_catalog(catalog_in_use(self.store, m, c))
                 if connector.process_local:
                     def work(session: Session) -> Table:
@@ -127,7 +124,6 @@ class TableDispatcher:
         record = RenameTable(Where(0, m, c, user), s, name, new_schema, list(changes))
 
         def rename() -> Table:
-            self.authorizer.require_owner(user, (m, c, s, name), "alter")
             renamed: Table = self.reconciler.run(scope, record, check, engine.append)
             return renamed
 
@@ -146,7 +142,6 @@ class TableDispatcher:
             return record if pre.table_droppable(self.store, session, m, c, s, name) is not None else None
 
         def work() -> bool:
-            self.authorizer.require_owner(user, (m, c, s, name), "drop")
             if self.reconciler.run(scope, DropTable(Where(0, m, c), s, name, purge), check, refuse) is not None:
                 return True
             return self.importer.drop_engine_table(scope, m, c, s, name, purge)

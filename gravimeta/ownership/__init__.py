@@ -4,7 +4,7 @@ GroupOperations (docs/authorization.md).
 - models.py      the gm_owner and gm_principal tables (alembic 0009)
 - objects.py     Gravitino's metadata objects (`table` + `cat.sch.tbl`) as paths in the tree
 - store.py       reads and writes of owners and principals, each in one transaction
-- authorizer.py  who may alter, disable or drop an object when gravitino.authorization.enable=true
+- authorizer.py  registers a metalake's creator as one of its users (who may do what: gravimeta/access/)
 - dispatcher.py  the owner and principal operations, with their in-use checks and lock choices
 
 An object's owner is its creator until someone sets another one; the row that records that is keyed by

@@ -37,7 +37,6 @@ class OwnershipDispatcher:
         (ownership/store.py), the READ TreeLock with this process's structural work on the object."""
         self._require_enabled()
         obj = objects.parse(metalake, type_name, full_name)
-        self.authorizer.require_owner(user, obj.path, "set the owner of")
         with self.coordinator.local(NameIdentifier.of(*obj.path), LockType.READ):
             self.ownership.set_owner(obj, owner, user)
 
@@ -45,7 +44,6 @@ class OwnershipDispatcher:
 
     def add_principal(self, metalake: str, kind: str, name: str, user: str) -> Principal:
         self._require_enabled()
-        self.authorizer.require_owner(user, (metalake,), f"add a {kind.lower()} to")
         return self.ownership.add_principal(metalake, kind, name, user)
 
     def get_principal(self, metalake: str, kind: str, name: str) -> Principal:
@@ -58,5 +56,4 @@ class OwnershipDispatcher:
 
     def remove_principal(self, metalake: str, kind: str, name: str, user: str) -> bool:
         self._require_enabled()
-        self.authorizer.require_owner(user, (metalake,), f"remove a {kind.lower()} from")
         return self.ownership.remove_principal(metalake, kind, name)

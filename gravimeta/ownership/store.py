@@ -97,10 +97,11 @@ class OwnershipStore:
         """(the metalake is in use, one Level per element of `path`), in ONE statement; NoSuchMetalake
         when the metalake does not exist."""
         with self.store.snapshot() as s:
-            return self._levels_in(s, path)
+            return self.levels_in(s, path)
 
     @staticmethod
-    def _levels_in(s: Session, path: tuple[str, ...]) -> tuple[bool, list[Level]]:
+    def levels_in(s: Session, path: tuple[str, ...]) -> tuple[bool, list[Level]]:
+        """levels() in the caller's session."""
         params = dict(zip(("m", "c", "s", "t"), path, strict=False))
         row = s.execute(_LEVELS[len(path)], params).first()
         if row is None:
@@ -182,7 +183,7 @@ class OwnershipStore:
         def work(s: Session) -> bool:
             metalake = self.store._metalake_row(s, m, lock="share")  # set_owner of the metalake waits
             _require_in_use(m, metalake.in_use)
-            _, (level,) = self._levels_in(s, (m,))
+            _, (level,) = self.levels_in(s, (m,))
             if level.owner == Owner(kind, name):
                 raise errors.IllegalArgument(f"Cannot remove {kind.lower()} {name} from metalake {m} because the "
                                              f"{kind.lower()} is the owner of the metalake.")

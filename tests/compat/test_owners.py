@@ -34,12 +34,15 @@ def admin(as_user):
 
 @pytest.fixture
 def tree(admin, as_user):
-    """A metalake of the admin with users alice and bob; alice created catalog, schema and table."""
+    """A metalake of the admin with users alice and bob; the admin created a catalog and gave it to
+    alice, who created a schema and a table in it (the owner of a catalog may create in it)."""
     metalake = admin.create_metalake()
     for user in ("alice", "bob"):
         ok(admin.post(f"{metalake.path}/users", {"name": user}))
+    catalog = admin.create_catalog(metalake)
+    ok(set_owner(admin, catalog, "alice"))
     alice = as_user("alice")
-    table = alice.create_table(alice.create_schema(alice.create_catalog(metalake)))
+    table = alice.create_table(alice.create_schema(catalog))
     return table
 
 
@@ -78,11 +81,11 @@ def test_anonymous_callers_own_what_they_create_as_anonymous(apps):
 
 
 @pytest.mark.parametrize("action", ["alter", "disable", "drop"])
-def test_only_an_owner_may_change_an_object_and_others_may_read(as_user, tree, action):
+def test_only_an_owner_may_change_an_object_and_without_privileges_others_may_not_even_read(as_user, tree, action):
     table, catalog = tree, tree.parent.parent
     bob = as_user("bob")
-    for ref in (catalog, table):
-        assert bob.load(ref)["name"] == ref.name
+    for ref in (catalog, table):  # Gravitino: loading needs USE_CATALOG (and more), or an owner
+        error(bob.get(ref.path), 403, 1008, "ForbiddenException", in_message="ANY_USE_CATALOG")
     requests = {
         "alter": lambda api, ref: api.alter(ref, {"@type": "setProperty", "property": "k", "value": "v"}),
         "disable": lambda api, ref: api.patch(ref.path, {"inUse": False}),
@@ -90,7 +93,7 @@ def test_only_an_owner_may_change_an_object_and_others_may_read(as_user, tree, a
     }
     targets = [catalog] if action == "disable" else [table, catalog]
     for ref in targets:
-        error(requests[action](bob, ref), 403, 1008, "ForbiddenException", in_message="only its owner")
+        error(requests[action](bob, ref), 403, 1008, "ForbiddenException", in_message="OWNER")
     for ref in targets:
         ok(requests[action](as_user("alice"), ref))
 
@@ -113,15 +116,21 @@ def test_a_metalake_is_dropped_by_its_owner_or_a_service_admin(as_user, admin):
     assert ok(as_user("dave").delete(metalake.path + "?force=true"))["dropped"] is True
 
 
-def test_setting_an_owner_needs_the_rights_of_an_owner(as_user, tree):
-    table = tree
-    error(set_owner(as_user("bob"), table, "bob"), 403, 1008, "ForbiddenException")
-    ok(set_owner(as_user("alice"), table, "bob"))
+def test_setting_an_owner_needs_the_rights_gravitino_asks_for(as_user, admin, tree):
+    """CAN_SET_OWNER: the metalake's owner, or the nearest owner above the object, which for a schema
+    also needs USE_CATALOG and for a table USE_SCHEMA (roles grant those)."""
+    table, catalog, metalake = tree, tree.parent.parent, tree.parent.parent.parent
+    error(set_owner(as_user("bob"), table, "bob"), 403, 1008, "ForbiddenException", in_message="CAN_SET_OWNER")
+    # alice owns the table itself, the nearest owned level, and has no USE_SCHEMA
+    error(set_owner(as_user("alice"), table, "bob"), 403, 1008, "ForbiddenException")
+    ok(set_owner(as_user("alice"), catalog, "bob"))  # the owner of a catalog may give it away
+    assert owner_of(admin, catalog) == {"name": "bob", "type": "USER"}
+    error(set_owner(as_user("alice"), catalog, "alice"), 403, 1008, "ForbiddenException")
+    ok(admin.post(f"{metalake.path}/users", {"name": "carol"}))
+    ok(set_owner(admin, metalake, "carol"))
+    ok(set_owner(as_user("carol"), table, "bob"))  # the metalake's owner may set any owner
     assert owner_of(as_user("carol"), table) == {"name": "bob", "type": "USER"}
-    ok(as_user("bob").alter(table, {"@type": "updateComment", "newComment": "by its new owner"}))
-    error(as_user("carol").alter(table, {"@type": "updateComment", "newComment": "x"}), 403, 1008,
-          "ForbiddenException")
-    assert ok(as_user("alice").delete(table.path))["dropped"] is True  # alice still owns the schema
+    ok(as_user("bob").alter(table, {"@type": "updateComment", "newComment": "by the owner of its catalog"}))
 
 
 def test_a_group_can_own_an_object(admin, tree):
@@ -160,6 +169,8 @@ def test_an_owner_vanishes_with_its_object_also_in_a_cascade(admin, as_user, sto
     assert owner_rows(store) == rows_before - {"table": 1, "schema": 2, "catalog": 3, "metalake": 3}[dropped]
     if dropped == "metalake":
         return
+    ok(admin.post(f"{metalake.path}/users", {"name": "carol"}))
+    ok(set_owner(admin, metalake, "carol"))  # the metalake's owner may create anything in it
     carol = as_user("carol")  # the same names again, created by another user: no inherited owner
     if dropped == "catalog":
         carol.create_catalog(metalake, catalog.name)

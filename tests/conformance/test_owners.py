@@ -78,14 +78,14 @@ def table_object(catalog: str, schema: str, table: str) -> MetadataObject:
 def test_the_creators_own_what_they_create(connect, metalake):
     admin = connect(ADMIN, metalake)
     admin.add_user("alice")
-    alice = connect("alice", metalake)
-    catalog = alice.create_catalog("c", Catalog.Type.RELATIONAL, "memory", None, {})
-    catalog.as_schemas().create_schema("s", None, {})
+    admin.create_catalog("c", Catalog.Type.RELATIONAL, "memory", None, {})
+    catalog_object = MetadataObjects.of(["c"], MetadataObject.Type.CATALOG)
+    assert admin.get_owner(catalog_object).name() == ADMIN
+    admin.set_owner(catalog_object, "alice", Owner.Type.USER)  # the owner of a catalog may create in it
+    connect("alice", metalake).load_catalog("c").as_schemas().create_schema("s", None, {})
     metalake_owner = admin.get_owner(MetadataObjects.of([metalake], MetadataObject.Type.METALAKE))
     assert (metalake_owner.name(), metalake_owner.type()) == (ADMIN, Owner.Type.USER)
-    for obj in (MetadataObjects.of(["c"], MetadataObject.Type.CATALOG),
-                MetadataObjects.of(["c", "s"], MetadataObject.Type.SCHEMA)):
-        assert admin.get_owner(obj).name() == "alice"
+    assert admin.get_owner(MetadataObjects.of(["c", "s"], MetadataObject.Type.SCHEMA)).name() == "alice"
     assert sorted(admin.list_user_names()) == [ADMIN, "alice"]
 
 
@@ -107,26 +107,24 @@ def test_an_owner_can_be_set_to_a_user_or_group_of_the_metalake(connect, metalak
         admin.add_user("bob")
 
 
-def test_only_owners_change_and_others_read(connect, metalake):
+def test_only_owners_change_and_without_privileges_others_do_not_even_read(connect, metalake):
     admin = connect(ADMIN, metalake)
     for user in ("alice", "bob"):
         admin.add_user(user)
-    alice = connect("alice", metalake)
-    catalog = alice.create_catalog("c", Catalog.Type.RELATIONAL, "memory", None, {})
+    catalog = admin.create_catalog("c", Catalog.Type.RELATIONAL, "memory", None, {})
     catalog.as_schemas().create_schema("s", None, {})
     catalog.as_table_catalog().create_table(NameIdentifier.of("s", "t"), [Column.of("id", Types.IntegerType.get())])
+    admin.set_owner(table_object("c", "s", "t"), "alice", Owner.Type.USER)
     bob = connect("bob", metalake)
-    assert bob.load_catalog("c").as_table_catalog().load_table(NameIdentifier.of("s", "t")).name() == "t"
-    with pytest.raises(ForbiddenException, match="only its owner"):
-        bob.load_catalog("c").as_table_catalog().alter_table(NameIdentifier.of("s", "t"),
-                                                             TableChange.update_comment("by bob"))
-    with pytest.raises(ForbiddenException, match="only its owner"):
+    with pytest.raises(ForbiddenException, match="ANY_USE_CATALOG"):
+        bob.load_catalog("c")
+    with pytest.raises(ForbiddenException):
         bob.disable_catalog("c")
-    admin.set_owner(table_object("c", "s", "t"), "bob", Owner.Type.USER)
+    admin.set_owner(MetadataObjects.of(["c"], MetadataObject.Type.CATALOG), "bob", Owner.Type.USER)
     renamed = bob.load_catalog("c").as_table_catalog().alter_table(NameIdentifier.of("s", "t"),
                                                                    TableChange.rename("t2"))
     assert renamed.name() == "t2"
-    assert admin.get_owner(table_object("c", "s", "t2")).name() == "bob"  # the owner followed the rename
+    assert admin.get_owner(table_object("c", "s", "t2")).name() == "alice"  # the owner followed the rename
 
 
 def test_a_drop_takes_the_owner_with_it(connect, metalake):
@@ -137,6 +135,7 @@ def test_a_drop_takes_the_owner_with_it(connect, metalake):
     catalog.as_schemas().create_schema("s", None, {})
     admin.set_owner(MetadataObjects.of(["c", "s"], MetadataObject.Type.SCHEMA), "bob", Owner.Type.USER)
     assert admin.drop_catalog("c", force=True)
+    admin.set_owner(MetadataObjects.of([metalake], MetadataObject.Type.METALAKE), "carol", Owner.Type.USER)
     connect("carol", metalake).create_catalog("c", Catalog.Type.RELATIONAL, "memory", None, {}) \
         .as_schemas().create_schema("s", None, {})
     assert admin.get_owner(MetadataObjects.of(["c", "s"], MetadataObject.Type.SCHEMA)).name() == "carol"
@@ -145,7 +144,8 @@ def test_a_drop_takes_the_owner_with_it(connect, metalake):
 def test_removing_a_user_leaves_its_objects_without_owner(connect, metalake):
     admin = connect(ADMIN, metalake)
     admin.add_user("dave")
-    connect("dave", metalake).create_catalog("c", Catalog.Type.RELATIONAL, "memory", None, {})
+    admin.create_catalog("c", Catalog.Type.RELATIONAL, "memory", None, {})
+    admin.set_owner(MetadataObjects.of(["c"], MetadataObject.Type.CATALOG), "dave", Owner.Type.USER)
     assert admin.remove_user("dave") is True
     assert admin.get_owner(MetadataObjects.of(["c"], MetadataObject.Type.CATALOG)) is None
     assert admin.remove_user("dave") is False

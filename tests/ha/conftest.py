@@ -37,8 +37,11 @@ GRAVIMETA_HA_DISABLE (test-only) may name one mechanism:
                     without ending the old session and waiting for it to go (store/commit_check.py;
                     tests/store/test_commit_check.py: a COMMIT still on its way then commits after the
                     answer "nothing was changed")
+  no_access_recheck a structural operation does not check the caller's access again once it holds its
+                    claim (gravimeta/api/door.py; tests/ha/test_access_races.py)
 The switches read by the server itself (no_snapshot, no_row_lock, advisory_queue, no_owner_lock,
-tag_object_lock, statistics_row_lock, engine_fence, request_buffering, commit_session_end) go through
+tag_object_lock, statistics_row_lock, engine_fence, request_buffering, commit_session_end,
+no_access_recheck) go through
 gravimeta.store.database.disabled_for_test and are marked TEST-ONLY where they act.
 """
 

@@ -65,10 +65,12 @@ def replicas(db_url, tmp_path):
 
 
 def build_tree(base: str) -> None:
-    """Metalake m (admin), users bob and carol, catalog c, schema s and table t created by alice."""
+    """Metalake m (admin) owned by its user alice, users bob and carol, catalog c, schema s and table t
+    created by alice."""
     ok(call("POST", base + API, {"name": "m"}))
-    for user in ("bob", "carol"):
+    for user in ("alice", "bob", "carol"):
         ok(call("POST", f"{base}{API}/m/users", {"name": user}))
+    ok(call("PUT", f"{base}{API}/m/owners/metalake/m", {"name": "alice", "type": "USER"}))
     ok(call("POST", f"{base}{API}/m/catalogs", {"name": "c", "type": "relational", "provider": "memory"}, "alice"))
     ok(call("POST", f"{base}{API}/m/catalogs/c/schemas", {"name": "s"}, "alice"))
     columns = [{"name": "id", "type": "integer", "nullable": True}]
@@ -143,6 +145,7 @@ def test_a_drop_racing_a_change_of_owner_deletes_the_new_owner_row_with_the_tabl
     if dropped == "catalog":
         ok(call("POST", f"{b.url}{API}/m/catalogs", {"name": "c", "type": "relational", "provider": "memory"}))
         ok(call("POST", f"{b.url}{API}/m/catalogs/c/schemas", {"name": "s"}))
+    ok(call("PUT", f"{b.url}{API}/m/owners/catalog/c", {"name": "carol", "type": "USER"}))  # carol may create in c
     columns = [{"name": "id", "type": "integer", "nullable": True}]
     ok(call("POST", f"{b.url}{API}/m/catalogs/c/schemas/s/tables", {"name": "t", "columns": columns}, "carol"))
     assert owner(a.url, "c.s.t") == {"name": "carol", "type": "USER"}  # the new t inherits nothing
