@@ -149,7 +149,7 @@ class CatalogState:
 
 @dataclass
 class Violation:
-    kind: str  # duplicate | orphan | divergence | lost-write
+    kind: str  # duplicate | orphan | divergence | lost-write | open-intent (the soak: left open after repair)
     catalog: str
     detail: str
 
@@ -170,7 +170,7 @@ class Report:
     def render(self, limit: int = 8) -> str:
         lines = ["operations: " + ", ".join(f"{k} {self.outcomes.get(k, 0)}" for k in ("ok", "noop", "failed", "uncertain"))]
         counts = self.counts()
-        for kind in ("duplicate", "orphan", "divergence", "lost-write"):
+        for kind in ("duplicate", "orphan", "divergence", "lost-write", "open-intent"):
             found = [v for v in self.violations if v.kind == kind]
             lines.append(f"  {kind:<11} {counts.get(kind, 0):>4}")
             lines.extend(f"      {v.catalog}: {v.detail}" for v in found[:limit])

@@ -50,10 +50,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from connectors.base import CatalogContext
+from connectors.registry import ConnectorRegistry
+from gravimeta import errors
 from gravimeta.demo.client import Recorder, Replica, catalog_path
 from gravimeta.demo.history import DEFINITE_FAILURE_TYPES, CatalogState, History, Op, Report, Violation, check
 from gravimeta.demo.state import MEMORY_NOTE, read_api, read_sql, read_sqlite_engine
+from gravimeta.entities import Column, Schema, Table
 from gravimeta.store.database import create_store_engine
+from tests.chaos.engine_check import Difference, EngineCatalog, Settled, compare, settle, sqlite_root
 from tests.connectors.stub_process import StubProcess
 from tests.support.databases import fresh_database
 from tests.support.failpoints import Failpoints
@@ -66,6 +71,11 @@ LOCKS = ("LEASE_TABLE", "PG_ADVISORY", "AUTO")
 WORLD = (("MA", "ma", (("MA.memory", "memory", "c0"), ("MA.sqlite", "sqlite", "c1"), ("MA.hive", "hive", "c2"))),
          ("MB", "mb", (("MB.sqlite", "sqlite", "c0"), ("MB.memory", "memory", "c1"))))
 REMOVALS = ("drop_table", "drop_schema", "rename_table")
+#: names the outsider creates directly in the sqlite and hive engines (never created through gravimeta)
+ENGINE_TABLES = ("e0", "e1")
+ENGINE_SCHEMAS = ("x0",)
+#: the hive catalog's client timeout; the nemesis's hive latency and hangs go beyond it
+HIVE_TIMEOUT_MS = 1000
 SLOW_S = 3.0
 #: failpoints the nemesis fires, and what it makes them do
 NEMESIS_POINTS = ("claim.before_grant", "claim.after_grant", "renew.before_commit", "guard.after_lock",
@@ -86,6 +96,7 @@ class SoakConfig:
     ttl_ms: int = 1500
     nemesis: bool = True
     structure: bool = True
+    outsider: bool = True
     progress_every_s: float = 5.0
     work_dir: Path | None = None
     say: Callable[[str], None] = print
@@ -106,9 +117,10 @@ class SoakResult:
     latencies: list[Latency]
     nemesis: Counter[str]
     ambiguous: int
-    repair: str
+    repair: Settled
     elapsed: float
     refusals: Counter[str] = field(default_factory=Counter)
+    outsider: Counter[str] = field(default_factory=Counter)
     witnesses: list[str] = field(default_factory=list)  # on a violation: what may explain it (see witnesses())
 
     @property
@@ -190,6 +202,15 @@ class World:
     stub: StubProcess | None = None
     fp: Failpoints | None = None
     names: Names | None = None
+    #: outsider objects (identity, schema, table or None) whose import answered nothing definite
+    unimported: set[tuple[str, str, str | None]] = field(default_factory=set)
+    outsider_counts: Counter[str] = field(default_factory=Counter)
+    #: engine-only outsider objects the engine check excused (identity, schema, table or None)
+    excused: list[tuple[str, str, str | None]] = field(default_factory=list)
+    outsider_log: list[tuple[str, str, str | None, str]] = field(default_factory=list)
+    #: what the final engine check found (tests/chaos/engine_check.py)
+    engine_diffs: list[Difference] = field(default_factory=list)
+    outsider_lock: threading.Lock = field(default_factory=threading.Lock)
     _lat_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -283,7 +304,7 @@ def setup(world: World) -> None:
                 properties = {"path": f"soak/{ident}.db"}
             elif provider == "hive":
                 assert world.stub is not None
-                properties = {"metastore.uris": world.stub.uri}
+                properties = {"metastore.uris": world.stub.uri, "client.timeout-ms": str(HIVE_TIMEOUT_MS)}
             else:
                 properties = {}
             world.any_replica("POST", f"/api/metalakes/{ml_name}/catalogs", {
@@ -306,9 +327,10 @@ def workload(world: World, index: int) -> None:
     assert names is not None
     identities = sorted(world.providers)
     kinds = ("create_table",) * 6 + ("drop_table",) * 3 + ("rename_table",) * 4 + ("set_property",) * 3 + \
-            ("create_schema",) * 2 + ("drop_schema",)
+            ("create_schema",) * 2 + ("drop_schema",) + ("drop_engine_object",) * 2 + ("recreate_schema",)
     while not world.stop.is_set():
-        name = names.current(rng.choice(identities))
+        ident = rng.choice(identities)
+        name = names.current(ident)
         if name is None:
             time.sleep(0.05)
             continue
@@ -318,6 +340,26 @@ def workload(world: World, index: int) -> None:
         s, s2 = rng.sample(SCHEMAS, 2)
         t, t2 = rng.sample(TABLES, 2)
         kind = rng.choice(kinds)
+        external = world.providers[ident][0] in ("sqlite", "hive")
+        if kind in ("drop_engine_object", "recreate_schema") and not external:
+            kind = "create_table"
+        if kind == "recreate_schema" and world.providers[ident][0] == "sqlite":
+            # a sqlite schema dropped and created again under its name, then filled: the new incarnation's
+            # file must never be touched by a late drop of the old one
+            for op in (rec.drop_schema(replica, catalog, s, cascade=True), rec.create_schema(replica, catalog, s),
+                       rec.create_table(replica, catalog, s, t)):
+                world.op_names[op.id] = name
+                world.recorded(op)
+            continue
+        if kind in ("drop_engine_object", "recreate_schema"):
+            # an object the outsider made in the engine, dropped through gravimeta (imported or not)
+            if rng.random() < 0.75:
+                op = rec.drop_table(replica, catalog, rng.choice(SCHEMAS + ENGINE_SCHEMAS), rng.choice(ENGINE_TABLES))
+            else:
+                op = rec.drop_schema(replica, catalog, rng.choice(ENGINE_SCHEMAS), cascade=True)
+            world.op_names[op.id] = name
+            world.recorded(op)
+            continue
         if kind == "set_property":
             path = f"{catalog_path(metalake, catalog)}/schemas/{s}/tables/{t}"
             world.request(replica, kind, "PUT", path,
@@ -383,6 +425,91 @@ def structure(world: World) -> None:
         names.changed(began, current)
 
 
+# --------------------------------------------------------------------------------------------- outsider
+
+
+def outsider(world: World) -> None:
+    """Someone beside gravimeta: creates tables (ENGINE_TABLES) and schemas (ENGINE_SCHEMAS) directly in
+    the sqlite and hive engines, through the connector alone (outside a server the door guard is off),
+    then GETs each through a random replica, which imports it (again under the current name when a swap
+    made the first GET miss). An object whose import got no definite answer while its catalog's name
+    surely denoted that catalog (200, or 404 NoSuchSchema/NoSuchTable: dropped meanwhile), or whose
+    creation in the engine timed out, stays in world.unimported: the final engine check may find it only
+    in the engine without that being a divergence (it says so)."""
+    rng = random.Random(world.rng.random())
+    names = world.names
+    assert names is not None
+    registry = ConnectorRegistry()
+    identities = sorted(i for i, (p, _) in world.providers.items() if p in ("sqlite", "hive"))
+    while not world.stop.wait(rng.uniform(0.2, 0.8)):
+        ident = rng.choice(identities)
+        current = names.current(ident)
+        if current is None:
+            continue
+        metalake, catalog = current
+        provider, properties = world.providers[ident]
+        connector = registry.get(provider)(CatalogContext(metalake, catalog, dict(properties)))
+        table: str | None = None
+        if rng.random() < 0.3:
+            schema = rng.choice(ENGINE_SCHEMAS)
+        else:
+            schema, table = rng.choice(SCHEMAS + ENGINE_SCHEMAS), rng.choice(ENGINE_TABLES)
+        key = (ident, schema, table)
+        began = time.monotonic()
+        with world.outsider_lock:
+            known = key in world.unimported
+            world.unimported.add(key)  # before the call: a call timed out may still land in the engine later
+        try:
+            if table is None:
+                connector.create_schema(Schema(schema))
+            else:
+                connector.create_table(schema, Table(table, [Column("id", "integer")]))
+            world.outsider_counts["created in engine"] += 1
+        except errors.AlreadyExists:  # there already: import it all the same
+            world.outsider_counts["already in engine"] += 1
+        except errors.NotFound:  # definitely nothing made (no such schema in the engine)
+            if not known:
+                with world.outsider_lock:
+                    world.unimported.discard(key)
+            continue
+        except Exception as exc:  # noqa: BLE001 - the engine slowed down (a nemesis fault): outcome unknown
+            world.outsider_counts[f"engine {type(exc).__name__}"] += 1
+            world.outsider_log.append((ident, schema, table, f"[{began:.3f}-{time.monotonic():.3f}] made "
+                                       f"{schema}{'.' + table if table else ''} in the engine: {type(exc).__name__}"))
+            continue
+        for _ in range(3):  # the name may have moved on (a swap): GET again under the current name
+            status, body = _import(world, rng, ident, schema, table, began)
+            if status is not None and status < 500 and (body or {}).get("type") not in WRONG_NAME:
+                break
+        if status == 200 or (body or {}).get("type") in ("NoSuchSchemaException", "NoSuchTableException"):
+            with world.outsider_lock:  # imported, or the engine no longer has it (dropped meanwhile)
+                world.unimported.discard(key)
+
+
+#: a 404 that says nothing of the object: the catalog's name denoted another catalog, or none, meanwhile
+WRONG_NAME = ("NoSuchMetalakeException", "NoSuchCatalogException")
+
+
+def _import(world: World, rng: random.Random, ident: str, schema: str, table: str | None,
+            began: float) -> tuple[int | None, Any]:
+    assert world.names is not None
+    current = world.names.current(ident)
+    if current is None:
+        return None, {}
+    path = f"{catalog_path(*current)}/schemas/{quote(schema)}" + (f"/tables/{quote(table)}" if table else "")
+    replica = rng.choice(world.replicas)
+    start = time.monotonic()
+    status, body = world.request(replica, "import", "GET", path)
+    if world.names.candidates(current, start, time.monotonic()) != {ident}:
+        status, body = None, {"type": "the name denoted another catalog meanwhile"}
+    kind = (body or {}).get("type", "")
+    world.outsider_counts[f"import {status} {kind}".strip()] += 1
+    world.outsider_log.append((ident, schema, table, f"[{began:.3f}-{time.monotonic():.3f}] made "
+                               f"{schema}{'.' + table if table else ''} in the engine, GET {path} @{replica.name} -> "
+                               f"{status} {kind} {(body or {}).get('message', '')[:200]}"))
+    return status, body
+
+
 # ---------------------------------------------------------------------------------------------- nemesis
 
 
@@ -391,7 +518,7 @@ def nemesis(world: World) -> None:
     assert world.fp is not None and world.stub is not None
     ttl_s = world.cfg.ttl_ms / 1000
     while not world.stop.wait(rng.uniform(0.5, 2.0)):
-        action = rng.choice(("stop", "stop", "kill", "hive", "failpoint", "failpoint", "failpoint"))
+        action = rng.choice(("stop", "stop", "kill", "hive", "hive", "failpoint", "failpoint", "failpoint"))
         index = rng.randrange(len(world.servers))
         server = world.servers[index]
         began = time.monotonic()
@@ -410,7 +537,16 @@ def nemesis(world: World) -> None:
                     finally:
                         os.kill(pid, signal.SIGCONT)
             elif action == "hive":
-                world.stub.fault("latency", ms=rng.choice((100, 500, 1200)))
+                # latency up to beyond the hive catalog's client timeout (HIVE_TIMEOUT_MS), or calls held
+                # past it and then let through: the late call must meet the fences
+                if rng.random() < 0.5:
+                    world.stub.fault("latency", ms=rng.choice((100, 500, 1200, 2500)))
+                    action = "hive latency"
+                else:
+                    world.stub.fault("hang", count=rng.randint(1, 3), seconds=rng.uniform(1.5, 4.0),
+                                     ops=["create_table", "drop_table", "rename_table", "create_database",
+                                          "drop_database"])
+                    action = "hive hang"
                 world.stop.wait(rng.uniform(1.0, 4.0))
                 world.stub.clear_faults()
             else:
@@ -422,7 +558,8 @@ def nemesis(world: World) -> None:
                 world.fp.clear()
         except (ProcessLookupError, OSError):
             continue
-        world.nemesis_counts[action.split(" ")[0] if not action.startswith("fp") else "failpoint"] += 1
+        world.nemesis_counts[" ".join(action.split(" ")[:2]) if action.startswith("hive") else
+                             action.split(" ")[0] if not action.startswith("fp") else "failpoint"] += 1
         world.nemesis_log.append(f"[{began:.3f}-{time.monotonic():.3f}] {action} on {world.replicas[index].name}")
 
 
@@ -445,12 +582,59 @@ def lift_faults(world: World) -> None:
 # ------------------------------------------------------------------------------------------------ check
 
 
-def repair(world: World) -> str:
+def repair(world: World) -> Settled:
+    """`gravimeta repair --settle-seconds 0` with the servers' configuration (no failpoints), then what
+    the journal still holds open."""
     env = {**os.environ, **world.server_env("soak-repair")}
     env.pop("GRAVIMETA_FAILPOINTS_DIR", None)
-    done = subprocess.run([sys.executable, "-m", "gravimeta", "--store-url", world.db_url, "repair",
-                           "--settle-seconds", "0"], env=env, capture_output=True, text=True, timeout=120)
-    return (done.stdout + done.stderr).strip()
+    return settle(world.db_url, env)
+
+
+def engines_against_store(world: World) -> list[str]:
+    """Each sqlite and hive catalog's engine against the store's rows (tests/chaos/engine_check.py)."""
+    catalogs = []
+    for (metalake, catalog), ident in sorted(world.read_names().items()):
+        provider, properties = world.providers[ident]
+        if provider in ("sqlite", "hive"):
+            catalogs.append(EngineCatalog(ident, metalake, catalog, provider, properties))
+    engine = create_store_engine(world.db_url)
+    try:
+        found = compare(engine, catalogs, world.sqlite_root)
+    finally:
+        engine.dispose()
+    problems = []
+    for d in found:
+        if d.only_in == "engine" and (d.identity, d.schema, d.table) in world.unimported | {
+                (i, s, None) for i, s, _ in world.unimported}:
+            world.cfg.say(f"[soak] not a divergence (the outsider's import of it got no answer): {d.text}")
+            world.excused.append((d.identity, d.schema, d.table))
+            continue
+        problems.append(d.text)
+        world.engine_diffs.append(d)
+    return problems
+
+
+def divergence_witnesses(world: World) -> list[str]:
+    """For each difference the engine check found: every recorded request on that schema (or table) of
+    that catalog identity (whatever its name was then), the outsider's actions on it, and the nemesis
+    timeline: what a failure message needs when the run cannot be replayed exactly."""
+    assert world.names is not None
+    lines = []
+    for d in world.engine_diffs:
+        lines.append(f"{d.text}:")
+        for op in world.history.ops:
+            name = world.op_names.get(op.id)
+            if name is None or d.identity not in world.names.candidates(name, op.start, op.end):
+                continue
+            touched = {(op.schema, op.table), (op.new_schema or op.schema, op.new_name)}
+            if op.schema == d.schema and (d.table is None or op.table is None or (d.schema, d.table) in touched) or \
+                    (d.table is not None and (d.schema, d.table) in touched):
+                lines.append(f"    {op.describe()} {(op.body or {}).get('type', '')} (as {name[0]}.{name[1]})")
+        lines += [f"    outsider {line}" for i, sc, t, line in world.outsider_log
+                  if i == d.identity and sc == d.schema and (d.table is None or t in (None, d.table))]
+    if lines:
+        lines += ["nemesis timeline:"] + [f"    {line}" for line in world.nemesis_log]
+    return lines
 
 
 def final_state(world: World) -> dict[str, CatalogState]:
@@ -472,7 +656,24 @@ def final_state(world: World) -> dict[str, CatalogState]:
             states[ident] = state
     finally:
         engine.dispose()
+    for ident, schema, table in world.excused:
+        _leave_out(states[ident], schema, table)
     return states
+
+
+def _leave_out(state: CatalogState, schema: str, table: str | None) -> None:
+    """Leave an outsider's object that was never imported (the engine check excused it) out of the API's
+    and the engine's view: the REST list is the union of store and engine, so it lists the object with
+    no row in SQL, which the history checker would take for an orphan."""
+    views = [state.api] + ([state.engine] if state.engine is not None else [])
+    if table is None:
+        state.api_schema_listing = [s for s in state.api_schema_listing if s != schema]
+        for view in views:
+            view.pop(schema, None)
+        return
+    for view in views:
+        if schema in view:
+            view[schema] = [t for t in view[schema] if t != table]
 
 
 def read_hive(world: World) -> dict[str, list[str]]:
@@ -530,6 +731,7 @@ def _cluster(cfg: SoakConfig, rng: random.Random) -> Iterator[World]:
         db_url = stack.enter_context(fresh_database(cfg.db, tmp))
         world = World(cfg, db_url, tmp, rng)
         world.sqlite_root.mkdir()
+        stack.enter_context(sqlite_root(world.sqlite_root))  # the outsider and the engine check use connectors
         world.fp = Failpoints(tmp / "failpoints")
         world.stub = StubProcess(tmp / "hive-stub").start()
         stack.callback(world.stub.stop)
@@ -569,6 +771,8 @@ def run(cfg: SoakConfig) -> SoakResult:
         threads = [threading.Thread(target=workload, args=(world, i), daemon=True) for i in range(cfg.threads)]
         if cfg.structure:
             threads.append(threading.Thread(target=structure, args=(world,), daemon=True))
+        if cfg.outsider:
+            threads.append(threading.Thread(target=outsider, args=(world,), daemon=True))
         chaos = threading.Thread(target=nemesis, args=(world,), daemon=True) if cfg.nemesis else None
         for thread in threads + ([chaos] if chaos else []):
             thread.start()
@@ -587,12 +791,15 @@ def run(cfg: SoakConfig) -> SoakResult:
         for server in world.servers:
             server.wait_ready(60)
         settled = repair(world)
-        say(f"[soak] {settled}")
+        say(f"[soak] {settled.output}")
+        engine_problems = settled.problems + engines_against_store(world)  # before any API read imports
         state = final_state(world)
         ops, ambiguous = attribute(world)
         report = check(ops, state, uncertain_may_apply=True)
         report.outcomes = Counter(op.outcome for op in world.history.ops)
         report.violations += [Violation("lost-write", "?", detail) for detail in unresolved_names(world)]
+        report.violations += [Violation("open-intent" if p.startswith(("intent", "`gravimeta repair`")) else
+                                        "divergence", "engine vs store", p) for p in engine_problems]
         tracked, final = world.names.names() if world.names else {}, world.read_names()
         if tracked != final:
             report.violations.append(Violation("lost-write", "?", f"the names the rename answers imply "
@@ -601,7 +808,8 @@ def run(cfg: SoakConfig) -> SoakResult:
         refusals = Counter(f"{op.status} {(op.body or {}).get('type', '')}".strip() for op in world.history.ops
                        if op.outcome in ("failed", "uncertain"))
     return SoakResult(seed, report, strict, list(world.latencies), Counter(world.nemesis_counts), ambiguous,
-                      settled, elapsed, refusals, witnesses(report, ops, world.nemesis_log))
+                      settled, elapsed, refusals, Counter(world.outsider_counts),
+                      witnesses(report, ops, world.nemesis_log) + divergence_witnesses(world))
 
 
 def progress_line(world: World, started: float) -> str:
@@ -660,10 +868,11 @@ def render(result: SoakResult) -> str:
              f"{lat['over_3s']} over {SLOW_S:g}s (nemesis pauses included): {slow_requests(result.latencies)}",
              f"[soak] nemesis: {dict(result.nemesis)}; {result.ambiguous} ops overlapped a rename of their "
              "catalog or metalake name (checked only as possible removals)",
+             f"[soak] outsider (objects made in the engines, then imported): {dict(result.outsider)}",
              "[soak] refused or uncertain: " + ", ".join(f"{k} {n}" for k, n in result.refusals.most_common(8)),
              "[soak] checker (uncertain ops may have applied):", result.report.render()]
     if result.witnesses:
-        lines += ["[soak] what may explain the lost writes:"] + [f"[soak]   {line}" for line in result.witnesses]
+        lines += ["[soak] what may explain the lost writes or divergences:"] + [f"[soak]   {line}" for line in result.witnesses]
     if not result.strict.ok:
         lines.append(f"[soak] for information, the strict checker (uncertain ops explain nothing) finds "
                      f"{len(result.strict.violations)}: " + "; ".join(v.detail for v in result.strict.violations[:3]))
