@@ -3,33 +3,43 @@
  * AUTO) at the grain of SQL statements, for spin. docs/claim-model.md says what it covers, how to run
  * it and where it differs from the code; tests/model/test_claim_model.py runs it.
  *
- * Variants (spin -a -D...):
- *   (none)          the protocol with the fixes of issue 14 (bugs 1 and 3): lease claimants on a 3-level
- *                   path set (NREQ of them, 2 or 3), each with its heartbeat's renewals, the release, the
- *                   reclaimer and the clock
- *   SAME_PATH       the second lease replica claims /m/c/s too (the same path as the first)
- *   MIXED           two lease replicas and one advisory claimant (the PG_ADVISORY/AUTO guard) on the
- *                   same paths; the lease claim also try-locks the advisory keys (advisory_plan)
- *   BUG_LEASE       the lease fix reverted (bug 1): liveness decided by a plain read, and the claim is
- *                   granted even when its steal DELETE removed 0 rows (as the code before alembic 0012)
- *   BUG_ADVISORY    the advisory fix reverted (bug 3): gm_advisory_claim's plain EXISTS read
+ * Configurations (spin -a -D...): which claimants run, on which paths
+ *   (none)          three lease replicas on /m/c/s, /m and /m/c (each with its heartbeat's renewals),
+ *                   the reclaimer and the clock; NREQ=2 leaves /m/c out
+ *   SAME_PATH       two lease replicas, both on /m/c/s
+ *   MIXED           two lease replicas (/m/c/s, /m/c) and one advisory claimant (the PG_ADVISORY/AUTO
+ *                   guard) on /m; the lease claim also try-locks the advisory keys (advisory_plan)
+ *   SIBLINGS        lease replicas on /m/c/s and /m/c/t (unrelated: both may hold at once) and /m/c
+ *   ROOT            lease replicas on / (a root claim), /m/c/s and /m2 (another metalake)
+ *   MAXRECLAIM=0    no reclaimer; MAXRENEW=0 no renewals
+ * Reverted fixes and other variants:
+ *   BUG_LEASE       liveness decided by a plain read, and the claim granted even when its steal DELETE
+ *                   removed fewer rows than it read expired (as the code before alembic 0012)
+ *   BUG_ADVISORY    gm_advisory_claim's plain EXISTS read
  *   BUG_ADVISORY_WHERE  the advisory read locks FOR SHARE, but with the expiry test in its WHERE clause,
  *                   so an expired row (whose holder may be inside its fenced store transaction) is
  *                   neither locked nor waited for
- *   ADV_DROP_SHARE  an advisory guard that finds a live lease lets go of its FOR SHARE locks before it
- *                   sleeps (default: it keeps them, as a transaction that goes on does)
+ *   ADV_KEEP_SHARE  an advisory guard that finds a live lease keeps its FOR SHARE row locks while it
+ *                   sleeps (default, as gm_advisory_claim does: the block that took them is rolled back,
+ *                   the advisory locks stay)
+ *   BUG_ROOT_FENCE  a root claim numbers its fence from the '/' anchor alone, not the highest of every
+ *                   anchor row
  *   LAST_WRITE      the holder's store transaction is its operation's last: its guard is the DELETE of
  *                   its own row (_check_fence_and_release); default: the SELECT ... FOR UPDATE guard,
  *                   then release() in a transaction of its own
  *   NO_FENCE        the fence guard does nothing (the code's test-only UNSAFE_NO_FENCE): a check that the
  *                   properties are not vacuous
- *   TIMEOUTS        any lock wait may end in a lock timeout (issue 14 bug 2), which rolls the statement's
- *                   transaction back (default: waits are unbounded, so spin also reports a deadlock, as
- *                   an invalid end state)
+ *   TIMEOUTS        any lock wait may end in a lock timeout, which rolls the statement's transaction back
+ *                   (default: waits are unbounded, so spin also reports a deadlock, as an invalid end
+ *                   state)
  *
- * Paths: 0 = /m, 1 = /m/c, 2 = /m/c/s. Every two of them are related, and every claim locks the one
- * anchor row '/m' FOR UPDATE ('/' FOR KEY SHARE is taken by every non-root claim and never conflicts:
- * no root claim is modelled). One lease row per path (scope_path is the primary key).
+ * Paths: 0 = /, 1 = /m, 2 = /m/c, 3 = /m/c/s, 4 = /m/c/t, 5 = /m2; REL(p) is the set of paths related
+ * to p (equal, ancestor or descendant): /m/c/s and /m/c/t are unrelated, /m2 is related only to /.
+ * One lease row per path (scope_path is the primary key). Anchor rows (gm_claim_anchor): 0 = '/',
+ * 1 = '/m', 2 = '/m2', each with the fence column. A claim under a metalake locks '/' FOR KEY SHARE and
+ * its metalake's row FOR UPDATE; a root claim locks '/' FOR UPDATE (which conflicts with KEY SHARE). A
+ * claim's fence is one more than the highest of the anchor rows it read ('/' and its metalake's; every
+ * row for a root claim), stored in its own anchor row at its commit.
  *
  * Transactions: a row has its committed version (cm) and at most one uncommitted version (pd), written
  * by the transaction that holds its write lock (xl); other transactions read cm. Row locks are held to
@@ -42,11 +52,23 @@
  * claimant 7, the reclaimer 8.
  */
 
-#define NP 3             /* paths */
+#define NP 6             /* paths */
+#define NA 3             /* anchor rows */
 #define NR 3             /* lease replicas at most */
 #define ADV_CONN 7
 #define RECLAIM_CONN 8
 #define BIT(c) (1 << (c))
+
+/* the paths related to p (bit mask) and p's proper ancestors (its advisory plan's shared keys) */
+#define REL(p) ((p) == 0 -> 63 : ((p) <= 2 -> 31 : ((p) == 3 -> 15 : ((p) == 4 -> 23 : 33))))
+#define ANC(p) ((p) == 0 -> 0 : ((p) == 1 || (p) == 5 -> 1 : ((p) == 2 -> 3 : 7)))
+#define RELATED(a, b) ((REL(a) >> (b)) & 1)
+/* a statement over the related rows visits the rows there are: move i to the next related row that
+ * exists (a row inserted after the statement started is not in its snapshot anyway) */
+#define SKIP_TO_ROW(q, i) do :: i < NP && !(RELATED(q, i) && cm[i].ex) -> i++ :: else -> break od
+#define SKIP_ANC(q, i) do :: i < q && !((ANC(q) >> i) & 1) -> i++ :: else -> break od
+/* the anchor row a claim on p locks FOR UPDATE */
+#define ANCHOR(p) ((p) == 0 -> 0 : ((p) == 5 -> 2 : 1))
 
 #ifndef NREQ
 #define NREQ 3           /* lease replicas in the default configuration (2 or 3) */
@@ -74,20 +96,27 @@ Row pd[NP];              /* the version written by the transaction holding xl[p]
 bool dirty[NP];
 byte xl[NP];             /* FOR UPDATE / write lock holder (connection), 0: none */
 short sh[NP];            /* FOR SHARE holders (bitmask of connections) */
-byte anchor;             /* holder of the anchor row '/m' FOR UPDATE */
 byte ax[NP];             /* advisory lock of each path's key: exclusive holder */
 short as[NP];            /* ... and shared holders (bitmask) */
-byte fctr[NP];           /* gm_scope_fence, committed (only written under the anchor) */
+
+byte a_x[NA];            /* anchor rows: FOR UPDATE holder */
+short root_ks;           /* '/' FOR KEY SHARE holders (bitmask) */
+byte afence[NA];         /* the anchor rows' fence column, committed */
+byte apd[NA];            /* ... written by the transaction holding a_x (0: not written) */
 
 /* what each replica's request thread shares with its heartbeat thread (LeaseBackend._claims) */
 bool claimed[NR + 1];
 byte cl_fence[NR + 1];
 
 /* ghosts, for the properties */
-short writing;           /* connections between a passed guard and the commit of that store transaction */
+byte writing;            /* paths between a passed guard and the commit of that store transaction */
 bool lost[NR + 1];       /* replica r's claim row was deleted by another connection's committed statement */
+byte maxf[NP];           /* the highest fence granted on each path so far */
 
 #define LIVE(p) (cm[p].ex && cm[p].live -> 1 : 0)
+#define LIVEMASK (LIVE(0) + 2 * LIVE(1) + 4 * LIVE(2) + 8 * LIVE(3) + 16 * LIVE(4) + 32 * LIVE(5))
+#define ALONE(p) (!LIVE(p) || (LIVEMASK & REL(p) & ~BIT(p)) == 0)
+#define NO_TWO_LIVE_RELATED (ALONE(0) && ALONE(1) && ALONE(2) && ALONE(3) && ALONE(4) && ALONE(5))
 #define LOCKABLE_X(p) ((xl[p] == 0 || xl[p] == me) && (sh[p] & ~BIT(me)) == 0)
 #define TAKE_X(p) xl[p] = me
 #define LOCKABLE_S(p) (xl[p] == 0 || xl[p] == me)
@@ -140,16 +169,29 @@ inline end_tx(apply) {
      i++
   :: else -> break
   od;
-  if :: anchor == me -> anchor = 0 :: else -> skip fi;
   i = 0;
-  /* never two live related claims (here every two are related): a row only becomes live by a commit */
-  assert(!apply || LIVE(0) + LIVE(1) + LIVE(2) <= 1)
+  do
+  :: i < NA ->
+     if
+     :: a_x[i] == me ->
+        if :: apply && apd[i] != 0 -> afence[i] = apd[i] :: else -> skip fi;
+        apd[i] = 0; a_x[i] = 0
+     :: else -> skip
+     fi;
+     i++
+  :: else -> break
+  od;
+  root_ks = root_ks & ~BIT(me);
+  i = 0;
+  /* never two live related claims: a row only becomes live by a commit */
+  assert(!apply || NO_TWO_LIVE_RELATED)
 }
 
-/* a store write between a passed guard and its commit: no other related write may be in flight */
-inline enter_write() {
-  atomic { printf("c%d: guard passed, store write\n", me); assert((writing & ~BIT(me)) == 0); writing = writing | BIT(me) }
+/* a store write on path p between a passed guard and its commit: no related write may be in flight */
+inline enter_write(p) {
+  atomic { printf("c%d: guard passed, store write on %d\n", me, p); assert((writing & REL(p)) == 0); writing = writing | BIT(p) }
 }
+#define LEAVE_WRITE(p) writing = writing & ~BIT(p)
 
 #define DELETE_ROW(p) dirty[p] = true; pd[p].ex = false
 
@@ -159,23 +201,37 @@ inline enter_write() {
  * the commit releases it).
  */
 proctype Req(byte me; byte q) {
-  byte i, tries, f, sn_h, sn_f;
-  bool busy, deleted, steal[NP];
+  byte i, tries, f, sn_h, sn_f, read, gone;
+  bool busy, deleted;
 
 claim:
   tries++;
-  /* 1. the anchor row '/m' FOR UPDATE */
+  /* 1. the anchor rows: '/' FOR KEY SHARE and the metalake's row FOR UPDATE, or '/' FOR UPDATE for a
+   * root claim (KEY SHARE conflicts with FOR UPDATE only) */
   if
-  :: atomic { anchor == 0 -> anchor = me }
-  GIVE_UP(not_granted)
+  :: q == 0 ->
+     if
+     :: atomic { a_x[0] == 0 && root_ks == 0 -> a_x[0] = me }
+     GIVE_UP(not_granted)
+     fi
+  :: else ->
+     if
+     :: atomic { a_x[0] == 0 -> root_ks = root_ks | BIT(me) }
+     GIVE_UP(not_granted)
+     fi;
+     if
+     :: atomic { a_x[ANCHOR(q)] == 0 -> a_x[ANCHOR(q)] = me }
+     GIVE_UP(not_granted)
+     fi
   fi;
 #ifdef MIXED
   /* 2. the scope's advisory locks, tried (advisory_plan): ancestors shared, the scope's own exclusive */
   atomic {
     i = 0;
     do
-    :: i < q && ax[i] == 0 -> as[i] = as[i] | BIT(me); i++
-    :: i < q && ax[i] != 0 -> busy = true; break
+    :: i < q && ((ANC(q) >> i) & 1) == 0 -> i++
+    :: i < q && ((ANC(q) >> i) & 1) && ax[i] == 0 -> as[i] = as[i] | BIT(me); i++
+    :: i < q && ((ANC(q) >> i) & 1) && ax[i] != 0 -> busy = true; break
     :: i == q && ax[q] == 0 && as[q] == 0 -> ax[q] = me; break
     :: i == q && !(ax[q] == 0 && as[q] == 0) -> busy = true; break
     od;
@@ -183,52 +239,61 @@ claim:
   }
   if :: busy -> goto not_granted :: else -> skip fi;
 #endif
-  /* 3. the related claims (here every path is related) and whether one is live */
+  /* 3. the related claims and whether one is live */
 #ifdef BUG_LEASE
   atomic {  /* plain SELECT: one snapshot of the committed rows */
     i = 0;
     do
-    :: i < NP -> steal[i] = cm[i].ex && !cm[i].live; busy = busy || cm[i].ex && cm[i].live;
-       if :: steal[i] -> printf("c%d: reads %d expired (plain read)\n", me, i) :: else -> skip fi; i++
+    :: i < NP && RELATED(q, i) && cm[i].ex ->
+       if :: cm[i].live -> busy = true :: else -> read++; printf("c%d: reads %d expired (plain read)\n", me, i) fi; i++
+    :: i < NP && !(RELATED(q, i) && cm[i].ex) -> i++
     :: else -> break
     od;
     i = 0
   }
 #else
-  i = 0;    /* SELECT ... FOR UPDATE: each related row is locked, liveness judged on its newest version */
+  /* SELECT ... FOR UPDATE: each related row is locked, liveness judged on its newest version */
+  atomic { i = 0; SKIP_TO_ROW(q, i) };
   do
   :: i < NP && !busy ->
      LOCKING_STMT(i, LOCKABLE_X, TAKE_X, cm[i].ex,
-                  if :: cm[i].live -> busy = true :: else -> steal[i] = true; printf("c%d: reads %d expired (locked)\n", me, i) fi; i++,
-                  i++, not_granted)
+                  if :: cm[i].live -> busy = true :: else -> read++; printf("c%d: reads %d expired (locked)\n", me, i) fi; i++; SKIP_TO_ROW(q, i),
+                  i++; SKIP_TO_ROW(q, i), not_granted)
   :: else -> i = 0; break
   od;
 #endif
   if :: busy -> goto not_granted :: else -> skip fi;
-  /* 4. the steal: DELETE ... WHERE path, holder, fence AND lease_expires_at <= now, for each expired row read */
-  i = 0;
+  /* 4. the steal, as gm_claim_scope keys it: ONE statement, DELETE ... WHERE (path related) AND
+   * lease_expires_at <= now, over every related row */
+  atomic { i = 0; SKIP_TO_ROW(q, i) };
   do
-  :: i < NP && !steal[i] -> i++
-  :: i < NP && steal[i] ->
-     deleted = false;
+  :: i < NP ->
      LOCKING_STMT(i, LOCKABLE_X, TAKE_X, cm[i].ex && !cm[i].live,
-                  DELETE_ROW(i); deleted = true,
-                  skip, not_granted);
-     printf("c%d: steal DELETE of %d removed %d row(s)\n", me, i, deleted);
-#ifndef BUG_LEASE
-     /* the row has been locked by this claim since its locking read, so the steal always deletes it: the
-      * code has no "found expired, could not delete" check, and this assertion shows it needs none */
-     assert(deleted);
-#endif
-     steal[i] = false; deleted = false;
-     i++
+                  DELETE_ROW(i); gone++; i++; SKIP_TO_ROW(q, i),
+                  i++; SKIP_TO_ROW(q, i), not_granted)
   :: i == NP -> i = 0; break
   od;
-  /* 5. the next fence of q (gm_scope_fence: only ever written under the anchor, so one step with the
-   * insert) and 6. INSERT the claim row: waits for a transaction that holds the row; unique
-   * violation (IntegrityError, retry) if a row is there */
+  printf("c%d: steal DELETE removed %d row(s) of %d read expired\n", me, gone, read);
+#ifndef BUG_LEASE
+  /* every row read expired has been locked by this claim since, so the steal deletes each: the code
+   * has no "found expired, could not delete" check, and this assertion shows it needs none */
+  assert(gone == read);
+#endif
+  /* 5. the next fence, above every fence of the anchor rows this claim read (a root claim: all of
+   * them), written to its own anchor row, and 6. INSERT the claim row: waits for a transaction that
+   * holds the row; unique violation (IntegrityError, retry) if a row is there. One step: the anchor
+   * rows cannot change under this claim's locks. */
   if
-  :: atomic { LOCKABLE_X(q) -> xl[q] = me; f = fctr[q] + 1;
+  :: atomic { LOCKABLE_X(q) -> xl[q] = me;
+       if
+#ifdef BUG_ROOT_FENCE
+       :: q == 0 -> f = afence[0] + 1
+#else
+       :: q == 0 -> f = (afence[1] > afence[2] -> afence[1] : afence[2]); f = (afence[0] > f -> afence[0] : f) + 1
+#endif
+       :: q != 0 -> f = (afence[0] > afence[ANCHOR(q)] -> afence[0] : afence[ANCHOR(q)]) + 1
+       fi;
+       apd[ANCHOR(q)] = f;
        if
        :: (dirty[q] && !pd[q].ex) || (!dirty[q] && !cm[q].ex) ->
           dirty[q] = true; pd[q].ex = true; pd[q].hold = me; pd[q].fence = f; pd[q].live = true
@@ -237,24 +302,31 @@ claim:
   GIVE_UP(not_granted)
   fi;
   if :: busy -> goto not_granted :: else -> skip fi;
-  /* 7. COMMIT: granted */
-  atomic { end_tx(true); fctr[q] = f; lost[me] = false; cl_fence[me] = f; claimed[me] = true;
-           printf("c%d: claim on %d granted, fence %d\n", me, q, f) };
+  /* 7. COMMIT: granted. Its fence is above every fence ever granted on a related path (the order an
+   * engine relies on when it compares tokens of related scopes) */
+  atomic { end_tx(true); lost[me] = false; cl_fence[me] = f; claimed[me] = true;
+           printf("c%d: claim on %d granted, fence %d\n", me, q, f);
+           i = 0;
+           do
+           :: i < NP -> assert(!RELATED(q, i) || maxf[i] < f); i++
+           :: else -> i = 0; break
+           od;
+           maxf[q] = f; read = 0; gone = 0 };
   goto store;
 
 not_granted:
   atomic {
     printf("c%d: claim on %d not granted\n", me, q);
     end_tx(false);
-    busy = false; f = 0; i = 0; do :: i < NP -> steal[i] = false; i++ :: else -> i = 0; break od
+    busy = false; f = 0; i = 0; read = 0; gone = 0
   };
   if :: tries < MAXTRY -> goto claim :: else -> goto done fi;   /* ScopeBusy */
 
 store:
 #ifdef NO_FENCE
   /* UNSAFE_NO_FENCE: the guard does nothing */
-  enter_write();
-  atomic { assert(!lost[me]); writing = writing & ~BIT(me); claimed[me] = false };
+  enter_write(q);
+  atomic { assert(!lost[me]); LEAVE_WRITE(q); claimed[me] = false };
   goto release;
 #endif
 #ifndef LAST_WRITE
@@ -262,8 +334,8 @@ store:
   LOCKING_STMT(q, LOCKABLE_X, TAKE_X, cm[q].ex,
                if :: cm[q].hold == me && cm[q].fence == f && cm[q].live -> skip :: else -> goto fence_lost fi,
                goto fence_lost, fence_lost);
-  enter_write();
-  atomic { assert(!lost[me]); writing = writing & ~BIT(me); claimed[me] = false; end_tx(true) };
+  enter_write(q);
+  atomic { assert(!lost[me]); LEAVE_WRITE(q); claimed[me] = false; end_tx(true) };
   goto release;
 #else
   /* the operation's last store transaction: its guard is DELETE ... WHERE path, holder, fence AND
@@ -271,8 +343,8 @@ store:
   LOCKING_STMT(q, LOCKABLE_X, TAKE_X, cm[q].ex && cm[q].hold == me && cm[q].fence == f && cm[q].live,
                DELETE_ROW(q),
                goto fence_lost, fence_lost);
-  enter_write();
-  atomic { assert(!lost[me]); writing = writing & ~BIT(me); claimed[me] = false; end_tx(true) };
+  enter_write(q);
+  atomic { assert(!lost[me]); LEAVE_WRITE(q); claimed[me] = false; end_tx(true) };
   goto done;
 #endif
 
@@ -304,10 +376,12 @@ renew_commit:
   od
 }
 
-/* The reclaimer (heartbeat task): DELETE ... WHERE lease_expires_at <= now, over every row, COMMIT. */
+/* The reclaimer (heartbeat task, reclaimer.py): SELECT ... WHERE lease_expires_at <= now FOR UPDATE
+ * SKIP LOCKED (a row another transaction holds is skipped, never waited for), then DELETE ... WHERE
+ * (path, holder, fence) IN (the rows it locked), COMMIT. */
 proctype Reclaimer() {
   byte me = RECLAIM_CONN;
-  byte i, j, n, sn_h, sn_f;
+  byte i, j, n, rows;
 end:
   do
   :: n < MAXRECLAIM ->
@@ -315,28 +389,44 @@ end:
      j = 0;
      do
      :: j < NP ->
-        LOCKING_STMT(j, LOCKABLE_X, TAKE_X, cm[j].ex && !cm[j].live, DELETE_ROW(j); j++, j++, reclaim_abort)
+        atomic {
+          if
+          :: cm[j].ex && !cm[j].live && LOCKABLE_X(j) -> TAKE_X(j); rows = rows | BIT(j)
+          :: else -> skip   /* live, absent, or locked: skipped */
+          fi;
+          j++
+        }
      :: else -> j = 0; break
      od;
-     atomic { end_tx(true) }
-  od;
-reclaim_abort:  /* lock timeout: the statement fails, its transaction rolls back */
-  atomic { end_tx(false) }
+     atomic {
+       /* the rows it locked are as it read them: delete each, keyed by path, holder and fence */
+       j = 0;
+       do
+       :: j < NP -> if :: (rows >> j) & 1 -> DELETE_ROW(j); printf("reclaimer: deletes %d\n", j) :: else -> skip fi; j++
+       :: else -> j = 0; break
+       od;
+       rows = 0;
+       end_tx(true)
+     }
+  od
 }
 
-/* The advisory claimant (AdvisoryClaim._lock, gm_advisory_claim) on path q, inside its store
- * transaction: the advisory locks root first (waiting in line), then the related lease rows; while a
- * live one exists it sleeps and calls again, keeping what it holds; then its write and COMMIT. */
+/* The advisory claimant (AdvisoryClaim.acquire, gm_advisory_claim) on path q, its claim transaction
+ * that its store write joins: the advisory locks root first (waiting in line), then the related lease
+ * rows FOR SHARE; a live one means 'leased': the row locks of that call are given back (the block that
+ * took them rolls back; with ADV_KEEP_SHARE they are kept), the advisory locks stay, it sleeps and calls
+ * again; then its write and COMMIT. */
 proctype Advisory(byte q) {
   byte me = ADV_CONN;
   byte i, tries, sn_h, sn_f;
   bool leased;
 
   i = 0;
+  SKIP_ANC(q, i);
   do
   :: i < q ->
      if
-     :: atomic { ax[i] == 0 -> as[i] = as[i] | BIT(me); i++ }
+     :: atomic { ax[i] == 0 -> as[i] = as[i] | BIT(me); i++; SKIP_ANC(q, i) }
      GIVE_UP(busy)
      fi
   :: i == q -> i = 0; break
@@ -348,30 +438,34 @@ proctype Advisory(byte q) {
 check:
   tries++;
 #ifdef BUG_ADVISORY
-  atomic { leased = (LIVE(0) + LIVE(1) + LIVE(2) > 0) }  /* plain EXISTS (... AND unexpired) */
+  atomic { leased = ((LIVEMASK & REL(q)) != 0) }  /* plain EXISTS (... AND unexpired) */
 #else
-  i = 0;    /* SELECT ... FOR SHARE of the related rows; live on the newest version */
+  /* SELECT ... FOR SHARE of the related rows, in path order; live on the newest version */
+  atomic { i = 0; SKIP_TO_ROW(q, i) };
   do
   :: i < NP && !leased ->
 #ifdef BUG_ADVISORY_WHERE
-     LOCKING_STMT(i, LOCKABLE_S, TAKE_S, cm[i].ex && cm[i].live, leased = true; i++, i++, busy)
+     LOCKING_STMT(i, LOCKABLE_S, TAKE_S, cm[i].ex && cm[i].live, leased = true; i++; SKIP_TO_ROW(q, i),
+                  i++; SKIP_TO_ROW(q, i), busy)
 #else
-     LOCKING_STMT(i, LOCKABLE_S, TAKE_S, cm[i].ex, leased = cm[i].live; i++, i++, busy)
+     LOCKING_STMT(i, LOCKABLE_S, TAKE_S, cm[i].ex, leased = cm[i].live; i++; SKIP_TO_ROW(q, i),
+                  i++; SKIP_TO_ROW(q, i), busy)
 #endif
   :: else -> i = 0; break
   od;
 #endif
   if
   :: leased ->
-#ifdef ADV_DROP_SHARE
+     printf("c%d: leased\n", me);
+#ifndef ADV_KEEP_SHARE
      atomic { i = 0; do :: i < NP -> sh[i] = sh[i] & ~BIT(me); i++ :: else -> i = 0; break od };
 #endif
      leased = false;
      if :: tries < MAXTRY + 1 -> goto check :: else -> goto busy fi
   :: else -> skip
   fi;
-  enter_write();
-  atomic { writing = writing & ~BIT(me); end_tx(true) };
+  enter_write(q);
+  atomic { LEAVE_WRITE(q); end_tx(true) };
   goto done;
 busy:   /* ScopeBusy: the store transaction rolls back */
   atomic { end_tx(false) };
@@ -387,27 +481,49 @@ end:
   :: atomic { cm[0].ex && cm[0].live -> cm[0].live = false; printf("clock: %d expires\n", 0) }
   :: atomic { cm[1].ex && cm[1].live -> cm[1].live = false; printf("clock: %d expires\n", 1) }
   :: atomic { cm[2].ex && cm[2].live -> cm[2].live = false; printf("clock: %d expires\n", 2) }
+  :: atomic { cm[3].ex && cm[3].live -> cm[3].live = false; printf("clock: %d expires\n", 3) }
+  :: atomic { cm[4].ex && cm[4].live -> cm[4].live = false; printf("clock: %d expires\n", 4) }
+  :: atomic { cm[5].ex && cm[5].live -> cm[5].live = false; printf("clock: %d expires\n", 5) }
   od
 }
 
+/* paths: 0 /, 1 /m, 2 /m/c, 3 /m/c/s, 4 /m/c/t, 5 /m2 */
+#ifndef RENEWERS
+#define RENEWERS NR      /* how many of the lease replicas (the first ones) have a heartbeat */
+#endif
+#if MAXRENEW > 0
+#define LEASE(r, q) run Req(r, q); if :: r <= RENEWERS -> run Renewer(r, q) :: else -> skip fi
+#else
+#define LEASE(r, q) run Req(r, q)
+#endif
+
 init {
   atomic {
-#ifdef MIXED
-    run Req(1, 2); run Renewer(1, 2);       /* /m/c/s */
-    run Req(2, 1); run Renewer(2, 1);       /* /m/c */
-    run Advisory(0);                        /* /m */
-#else
-    run Req(1, 2); run Renewer(1, 2);       /* /m/c/s */
-#ifdef SAME_PATH
-    run Req(2, 2); run Renewer(2, 2);       /* /m/c/s as well */
-#else
-    run Req(2, 0); run Renewer(2, 0);       /* /m */
-#endif
+#if defined(MIXED)
+    LEASE(1, 3);                            /* /m/c/s */
+    LEASE(2, 2);                            /* /m/c */
+    run Advisory(1);                        /* /m */
+#elif defined(SAME_PATH)
+    LEASE(1, 3); LEASE(2, 3);               /* /m/c/s twice */
+#elif defined(SIBLINGS)
+    LEASE(1, 3); LEASE(2, 4);               /* /m/c/s and /m/c/t: unrelated */
 #if NREQ > 2
-    run Req(3, 1); run Renewer(3, 1);       /* /m/c */
+    LEASE(3, 2);                            /* /m/c: related to both */
+#endif
+#elif defined(ROOT)
+    LEASE(1, 0); LEASE(2, 3);               /* / and /m/c/s */
+#if NREQ > 2
+    LEASE(3, 5);                            /* /m2: another metalake */
+#endif
+#else
+    LEASE(1, 3); LEASE(2, 1);               /* /m/c/s and /m */
+#if NREQ > 2
+    LEASE(3, 2);                            /* /m/c */
 #endif
 #endif
+#if MAXRECLAIM > 0
     run Reclaimer();
+#endif
     run Clock()
   }
 }
