@@ -222,7 +222,7 @@ class SchemaVersionMismatch(Exception):
     """The database is not migrated to the revision this code expects; the server must not start."""
 
 
-# ---------------------------------------------------------------- partitions, tags, statistics (issue 18)
+# ---------------------------------------------------------------- partitions, tags, statistics
 
 
 class NoSuchPartition(NotFound):

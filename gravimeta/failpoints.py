@@ -1,4 +1,4 @@
-"""Failpoints: named places in the code where a TEST can pause, delay or fail a process (DESIGN.md §10).
+"""Failpoints: named places in the code where a TEST can pause, delay or fail a process.
 
 A safety test has to reach the window it is about. A failpoint puts a name on a point between two steps
 (`failpoints.hit("claim.before_grant")`) so that a test can stop a real process exactly there, let
@@ -64,14 +64,14 @@ FAILPOINTS: dict[str, str] = {
     "owner.after_lock": "set owner: the object's row is locked, the owner not yet looked up or written",
     # authorization (gravimeta/api/door.py)
     "access.after_check": "the door let a request in; its dispatcher has not run (no claim taken yet)",
-    # tags, statistics, partitions (issue 18)
+    # tags, statistics, partitions
     "tags.after_resolve": "tag association: the object's row is read (and locked) in its transaction, "
                           "the association rows not yet written",
     "statistics.before_write": "statistics update: the table row is read (and locked) in its transaction, "
                                "the statistic rows not yet written",
     "partitions.before_engine": "partition add/drop under the table's claim: the store's checks passed, "
                                 "the engine call not yet sent",
-    # engine (issue 15)
+    # engine
     "sqlite.before_begin": "sqlite catalog: a mutating call has connected (deadline checked), its transaction not begun",
     # ops (health, serving)
     "node.before_beat": "node registry heartbeat: about to refresh this process's gm_node row",

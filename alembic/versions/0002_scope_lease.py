@@ -4,14 +4,14 @@ Revision ID: 0002
 Revises: 0001
 Create Date: 2026-12-03
 
-- gm_scope_lease: one row per live claim (DESIGN.md §3). The path is compared byte-wise on every
+- gm_scope_lease: one row per live claim (docs/ha.md). The path is compared byte-wise on every
   backend: COLLATE "C" on PostgreSQL (which also lets the primary key serve `LIKE 'prefix%'`),
   a binary NO PAD collation on MySQL/MariaDB, SQLite's default BINARY. 600 characters hold four 128-character
   names and their separators; at 4 bytes per character that is 2400 bytes, under InnoDB's 3072-byte
   key limit.
 - gm_scope_fence: the last fence granted per path. Rows are never deleted, so a fence never resets.
 - gm_claim_anchor: one serializer row per top-level scope ('/' and '/<metalake>'); every claim
-  transaction locks its anchors FOR UPDATE/SHARE before it checks for conflicts (DESIGN.md §9).
+  transaction locks its anchors FOR UPDATE/SHARE before it checks for conflicts.
 - gm_node: every worker process of every replica (flag, backend, heartbeat) for the mixed-rollout check.
 """
 

@@ -1,4 +1,4 @@
-"""gm_advisory_claim orders an advisory claim behind every in-flight fenced lease write (issue 14 item 3).
+"""gm_advisory_claim orders an advisory claim behind every in-flight fenced lease write.
 
 Revision ID: 0011
 Revises: 0010

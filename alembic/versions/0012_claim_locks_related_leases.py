@@ -1,5 +1,5 @@
 '''The lease claim locks the related leases, numbers fences per metalake anchor, and has no waiter line
-(issue 14 item 1, fence ordering, and the knobs nobody should turn).
+(a steal never races a renewal, fence ordering, and the knobs nobody should turn).
 
 Revision ID: 0012
 Revises: 0011

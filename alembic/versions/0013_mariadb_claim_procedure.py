@@ -1,4 +1,4 @@
-'''The lease claim on MySQL/MariaDB in one call: the stored procedure gm_claim_scope (issue 17).
+'''The lease claim on MySQL/MariaDB in one call: the stored procedure gm_claim_scope.
 
 Revision ID: 0013
 Revises: 0012

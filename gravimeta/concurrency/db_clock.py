@@ -1,4 +1,4 @@
-"""The database's clock as SQL expressions, so that every lease decision uses one clock (DESIGN.md §3).
+"""The database's clock as SQL expressions, so that every lease decision uses one clock (docs/ha.md).
 
 PostgreSQL uses clock_timestamp() (the time of the statement, not of the transaction start, which can
 be long ago in a claim transaction that waited for its anchor row); MySQL/MariaDB UTC_TIMESTAMP(6)

@@ -23,7 +23,7 @@ takes the scope's advisory locks when advisory-path operations can run (PG_ADVIS
 MySQL/MariaDB it is one call of the stored procedure gm_claim_scope (alembic revisions 0013 and 0015,
 the same statements again). On SQLite the statements are sent one by one.
 
-A steal racing a renewal (issue 14 item 1; tests/ha/test_lease_interleavings.py). H holds /m/c and
+A steal racing a renewal (tests/ha/test_lease_interleavings.py). H holds /m/c and
 renews just before its lease expires; S claims /m just after:
   H  UPDATE gm_scope_lease SET lease_expires_at = now+TTL WHERE /m/c, H, fence AND unexpired   (row lock)
   S  locks the anchors; SELECT ... related: /m/c committed, expired
@@ -41,8 +41,7 @@ Only a claimant about to steal takes the locking read, so a claim committed live
 plain read, as before, without waiting for its holder's transactions or holding its row (which would hold
 up that claim's renewal). It does wait for the fenced store transaction of a related holder whose
 lease has expired, as the steal's DELETE always did, and for no other row. Every such wait is bounded:
-an attempt waits on row locks at most until the claim's deadline (gravimeta/store/lock_waits.py; issue 14
-item 2), and an attempt that runs out of it counts as busy.
+an attempt waits on row locks at most until the claim's deadline (gravimeta/store/lock_waits.py), and an attempt that runs out of it counts as busy.
 """
 
 from __future__ import annotations
@@ -198,8 +197,8 @@ class ClaimTransaction:
         """False if a live claim on a related path exists; otherwise delete the expired ones (steals).
 
         A plain read first: a claim committed live means busy at once, without waiting for any lock. Only
-        when there are related claims and all were committed expired does the decision need a locking read
-        (issue 14 item 1): it waits for any transaction that holds one of these rows (a renewal, a fence
+        when there are related claims and all were committed expired does the decision need a locking read:
+        it waits for any transaction that holds one of these rows (a renewal, a fence
         guard, a release) and judges the row as that transaction committed it, so a renewal in flight is
         seen as live; and a row found expired stays locked by this transaction, so no renewal can revive
         it before _steal deletes it."""

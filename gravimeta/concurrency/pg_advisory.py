@@ -1,4 +1,4 @@
-"""PostgreSQL advisory fast path (backend PG_ADVISORY, and AUTO on PostgreSQL) — DESIGN.md §2 and §4.
+"""PostgreSQL advisory fast path (backend PG_ADVISORY, and AUTO on PostgreSQL) (docs/ha.md).
 
 A claim here is a database transaction that holds transaction-level advisory locks: SHARED on the key
 of every ancestor of the scope and EXCLUSIVE on the scope's own key, so two operations on related
@@ -9,7 +9,7 @@ together. There is nothing to renew, steal or fence: a paused process holds an o
 the database keeps the locks exactly as long as that transaction can still commit.
 
 The claim opens its transaction and takes the locks when it is granted, BEFORE the coordinator takes
-the TreeLock (DESIGN.md §2: a thread that waits on the database never holds the local lock; before,
+the TreeLock (a thread that waits on the database never holds the local lock; before,
 the locks were taken by a guard inside the store transaction, under the TreeLock, and an advisory
 catalog operation could wait there for a lease whose holder waited for that TreeLock). The store
 writes of the operation then run in that same transaction (guard.joining; EntityStore.write), so

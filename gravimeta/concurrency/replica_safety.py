@@ -1,5 +1,5 @@
-"""Several replicas on one store with the distributed lock off: allowed (the flag stays off by default,
-DESIGN.md §7), but never silent.
+"""Several replicas on one store with the distributed lock off: allowed (the flag stays off by default),
+but never silent.
 
 With the lock off, each replica serializes structural changes only among its own threads (TreeLock).
 Two replicas on one store then run conflicting creates, renames and drops side by side, and the race

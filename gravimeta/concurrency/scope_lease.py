@@ -1,4 +1,4 @@
-"""The scope lease (backend LEASE_TABLE): cross-node claims as rows of gm_scope_lease (DESIGN.md §3).
+"""The scope lease (backend LEASE_TABLE): cross-node claims as rows of gm_scope_lease (docs/ha.md).
 
 LeaseBackend is the ClaimBackend: claim_path waits, with backoff, until one claim attempt is granted
 or the acquire timeout passes (ScopeBusy). The parts, each in its own module:

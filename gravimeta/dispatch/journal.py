@@ -1,4 +1,4 @@
-"""Journalled connector operations (DESIGN.md §6 and §9, docs/consistency.md §2).
+"""Journalled connector operations (docs/consistency.md §2).
 
 A structural schema/table operation runs, inside the coordinator's structural scope, as:
   0. repair: the intents earlier operations left open under its scope (repair.py), whatever the catalog;

@@ -1,4 +1,4 @@
-"""Owners and principals in the store, each operation in one transaction (DESIGN.md §5: a change of
+"""Owners and principals in the store, each operation in one transaction (a change of
 owner is a non-structural write, made under a row lock on the object).
 
 The owner of an object:

@@ -1,6 +1,6 @@
 """EntityStore: every read and write of the metadata tree, each in one transaction.
 
-Safety that does not depend on any lock layer (DESIGN.md §9, "defence in depth"):
+Safety that does not depend on any lock layer ("defence in depth"):
 - unique (parent, name) keys decide racing creates and renames: the loser gets XAlreadyExists;
 - a create locks its parent row FOR SHARE; a drop locks its row FOR UPDATE and then, level by level
   from the root down, locks the rows it is about to delete FOR UPDATE before it reads their children.
@@ -148,7 +148,7 @@ class EntityStore:
         advisory claim, whose locks were taken in it before the TreeLock), else a new one. Either way the
         claim is held before this runs, so what the prelude and the work read and decide (which catalog,
         by id; which connector; one transaction or the journal) is read after the claim was granted, in
-        the transaction whose commit the claim protects (DESIGN.md §2).
+        the transaction whose commit the claim protects.
         `prelude`: reads without row locks that run in the same transaction BEFORE the guard, so that
         a wait in them (a lock on a table, a slow disk) happens before a lease claim's guard locks its
         claim row: a holder paused there must not keep the stealer of its expired claim waiting. The

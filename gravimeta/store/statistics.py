@@ -2,7 +2,7 @@
 partition-statistic storage: one row per statistic, keyed by the table's id, so they follow a rename of
 the table and go with its drop: the foreign key deletes them with the table row, ON DELETE CASCADE).
 
-Safety across replicas (DESIGN.md §5, as for properties): every write is one transaction that first
+Safety across replicas (as for properties): every write is one transaction that first
 locks the table's row FOR UPDATE, then reads the statistics it is about to change and updates or
 inserts them. Two updates of one table therefore run one after the other, whichever replica serves
 them: the second sees the first one's rows and updates them instead of inserting a duplicate (which

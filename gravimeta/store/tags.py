@@ -1,6 +1,6 @@
 """Tags of a metalake and their associations with catalogs, schemas, tables and columns.
 
-Each operation is one store transaction with the rules of DESIGN.md §5 and §9:
+Each operation is one store transaction with these rules:
 - create locks the metalake row FOR SHARE (a metalake drop locks it FOR UPDATE and then deletes its
   tags: the two are ordered) and lets the unique (metalake, name) key decide a race of two creates;
 - alter and delete lock the tag row FOR UPDATE; alter bumps its version (no lost update);
