@@ -1,6 +1,6 @@
 """Two replicas (two apps on one store, distributed lock off) creating the same schema or table: when
 replica B completes its create while replica A is at its engine call, A's apply step finds B's row and
-A answers Gravitino's 409, not a second 200 (DESIGN.md §9, docs/consistency.md §3). The dispatcher-level
+A answers Gravitino's 409, not a second 200 (docs/consistency.md §3). The dispatcher-level
 interleavings of every journalled operation, on every database, are in tests/ha/test_lock_off_conflicts.py."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The instruments of issue 17 work end to end, in a few seconds: the wrk scripts drive gravimeta and
+"""The ceiling instruments (bench/ceiling.py) work end to end, in a few seconds: the wrk scripts drive gravimeta and
 the bare-stack ceiling through the same routes and JSON, and the ceiling sends the same SQL as
 gravimeta's lock-off path (read on the wire), so that its ratios mean what they say.
 

@@ -4,7 +4,7 @@ paused, or cut off from the database (tests/support/tcp_proxy.py), and the histo
 every process is killed in `finally`.
 
 How a structural operation is held open on purpose: the claim is taken before the operation reads
-its catalog (DESIGN.md §2: claim, TreeLock, then the work), so a test that holds an exclusive table
+its catalog (claim, TreeLock, then the work), so a test that holds an exclusive table
 lock on gm_catalog (PostgreSQL LOCK TABLE ... ACCESS EXCLUSIVE, MariaDB LOCK TABLES ... WRITE) in its
 own database makes the replica hold its claim while it waits. No test-only code in the server.
 """

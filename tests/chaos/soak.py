@@ -1,4 +1,4 @@
-"""A bounded randomized soak with a nemesis (issue 14): 3 gunicorn replicas on one fresh database, the
+"""A bounded randomized soak with a nemesis: 3 gunicorn replicas on one fresh database, the
 distributed lock ON with a short lease, a mixed structural workload, faults at random, and the history
 checker (gravimeta/demo/history.py) on the final state.
 

@@ -1,6 +1,6 @@
 """A replica holding a claim is killed (kill -9) or paused past its lease (SIGSTOP): the claim is taken
 over within TTL + one heartbeat, later operations on that scope succeed, the paused holder's late
-commit is refused with FenceLost, and nothing acknowledged is lost (DESIGN.md §3)."""
+commit is refused with FenceLost, and nothing acknowledged is lost."""
 
 from __future__ import annotations
 

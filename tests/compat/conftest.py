@@ -1,4 +1,4 @@
-"""Fixtures for the Gravitino-compatibility tests (issue 18): Flask test clients of apps on one fresh
+"""Fixtures for the Gravitino-compatibility tests: Flask test clients of apps on one fresh
 database per backend and module (SQLite, PostgreSQL, MariaDB), with unique names per test; `as_user`
 gives a client that authenticates as a user with `simple` (HTTP Basic), the default authenticator."""
 

@@ -1,4 +1,4 @@
-"""The smaller points of issue 18 (item 9), each as Gravitino 1.3 answers it."""
+"""The smaller points of docs/compatibility.md §3, each as Gravitino 1.3 answers it."""
 
 from __future__ import annotations
 

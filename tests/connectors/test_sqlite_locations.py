@@ -1,4 +1,4 @@
-"""A `sqlite` catalog owns its files (issue 16 item 10): no other catalog, in any metalake, may use the
+"""A `sqlite` catalog owns its files: no other catalog, in any metalake, may use the
 same catalog file, its journal files or anything in its schema directory, and no file with a second
 hard link is used. Before, two catalogs could share a path (one then read and cascade-deleted the
 other's schema files), and a hard link inside the root to a file outside it was accepted.

@@ -1,5 +1,5 @@
 """The `sqlite` provider refuses, with a 400 and before any engine call, intent or store change, every
-table SQLite cannot hold as gravimeta would create it (issue 16 item 9): declared types come from a
+table SQLite cannot hold as gravimeta would create it: declared types come from a
 fixed table, never from request text. Through the REST API on SQLite, PostgreSQL and MariaDB stores.
 
 "Before any engine call" is proven with the failpoint `engine.before_call` armed to fail: a refusal that

@@ -1,4 +1,4 @@
-"""The engine half under the claim (issue 15), with real processes: gunicorn replicas on one PostgreSQL or
+"""The engine half under the claim, with real processes: gunicorn replicas on one PostgreSQL or
 MariaDB database (SQLite where a case needs it), the hive stub, `sqlite` catalog files under one root,
 and failpoints (gravimeta/failpoints.py) to stop a replica exactly between two steps.
 

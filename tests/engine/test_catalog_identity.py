@@ -1,4 +1,4 @@
-"""Case 2 of issue 15: intents name their catalog by id, never by name.
+"""Intents name their catalog by id, never by name.
 
 A drop of schema s in hive catalog c fails in the metastore (HTTP 500): its intent stays open. The
 catalog is force-dropped and a new catalog c (memory) is created with its own schema s and table t. The

@@ -1,4 +1,4 @@
-"""Issue 18 item 7: objects created in a catalog's engine outside gravimeta are visible, as in Gravitino.
+"""Objects created in a catalog's engine outside gravimeta are visible, as in Gravitino.
 
 Gravitino (core/.../catalog/SchemaOperationDispatcher.java and TableOperationDispatcher.java, v1.3.0)
 lists schemas and tables from the catalog's engine, and a load of an object its entity store lacks

@@ -1,4 +1,4 @@
-"""Issue 18 item 7, two replicas: an import is a structural change under the parent's claim.
+"""Two replicas: an import is a structural change under the parent's claim.
 
 Replica A loads a table its store lacks and the engine has; A stops at `import.before_store` (claim held,
 engine described, nothing stored). Replica B loads the same table: its import waits for the claim. When A

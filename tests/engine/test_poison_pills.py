@@ -1,4 +1,4 @@
-"""Case 5 of issue 15: a value the store cannot hold must not block a catalog forever.
+"""A value the store cannot hold must not block a catalog forever.
 
 The store here refuses a value through a trigger (what the edge's own checks cannot know about: an
 operator's rule, a column the edge does not model): a table whose comment is 'poison-pill' (a data

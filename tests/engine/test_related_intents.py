@@ -1,4 +1,4 @@
-"""Case 3 of issue 15: the journal's look for intents related to a scope is exact and case-sensitive.
+"""The journal's look for intents related to a scope is exact and case-sensitive.
 
 The SQL filter uses LIKE for descendants, which SQLite evaluates ignoring ASCII case, so on SQLite a
 repair under /m/c found the intents of /m/C/s, a scope another worker may hold at that very moment (the

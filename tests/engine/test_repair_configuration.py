@@ -1,4 +1,4 @@
-"""Case 6 of issue 15: `gravimeta repair` judges engines only where the servers keep them.
+"""`gravimeta repair` judges engines only where the servers keep them.
 
 Run without the server's GRAVIMETA_HOME, the repair looked for the sqlite catalog files under
 ./var/sqlite-catalogs, created empty ones there, "saw" the tables absent and rolled a drop forward: the

@@ -1,4 +1,4 @@
-"""Case 4 of issue 15: an answer must be true.
+"""An answer must be true.
 
 Replica A renames t to t2; the engine has done it (A stopped at engine.after_call, before its store step)
 when A is SIGSTOPped past its lease. Replica B's next operation on the scope repairs A's intent: the

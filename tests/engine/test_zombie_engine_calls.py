@@ -1,4 +1,4 @@
-"""Case 1 of issue 15: a paused replica's engine call must not land after the next holder's work.
+"""A paused replica's engine call must not land after the next holder's work.
 
 Replica A starts dropping table t; its engine call is on its way (hung inside the hive stub, or stopped
 at a failpoint inside the sqlite connector, after its deadline check); A is SIGSTOPped past its lease.

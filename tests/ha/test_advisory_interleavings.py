@@ -1,4 +1,4 @@
-"""The advisory claim (PG_ADVISORY, and AUTO on PostgreSQL) under the interleavings of issue 14 items 3-5,
+"""The advisory claim (PG_ADVISORY, and AUTO on PostgreSQL) under the interleavings below (3-5),
 each forced with failpoints (gravimeta/failpoints.py) on real gunicorn replicas of one PostgreSQL database:
 
 3. an advisory claim must not be granted while a lease holder of a related scope is inside its fenced

@@ -1,6 +1,6 @@
 """PG_ADVISORY and AUTO with real processes: scopes claimed at random by competing processes on one
 PostgreSQL database are never held at the same time when they are related (equal, ancestor or
-descendant), including, under AUTO, between an advisory claim and a lease claim (DESIGN.md §4).
+descendant), including, under AUTO, between an advisory claim and a lease claim.
 
 With GRAVIMETA_HA_DISABLE=advisory_leaf_only each claim takes an exclusive advisory lock on its own
 path only (no shared locks on the ancestors), and claims on an ancestor and a descendant overlap."""

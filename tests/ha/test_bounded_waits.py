@@ -1,4 +1,4 @@
-"""Issue 14 item 2: every wait of the claim layer is bounded, on PostgreSQL and MariaDB.
+"""Every wait of the claim layer is bounded, on PostgreSQL and MariaDB.
 
 (a) A holder that passed its fence guard (its claim row locked FOR UPDATE in its store transaction) and
     froze there, past its lease, must not make a related claimant wait longer than the claimant's

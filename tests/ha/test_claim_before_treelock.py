@@ -1,5 +1,5 @@
 """Claim before TreeLock: a thread waiting for a claim that another process holds does not hold the
-local TreeLock, so local readers of the same path are not blocked (DESIGN.md §2)."""
+local TreeLock, so local readers of the same path are not blocked."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Which claim a schema/table operation gets under PG_ADVISORY (DESIGN.md §4, docs/ha.md): in a catalog
+"""Which claim a schema/table operation gets under PG_ADVISORY (docs/ha.md): in a catalog
 whose connector is process-local (memory) the operation is ONE store transaction, so advisory locks
 cover it; in any other catalog it is journalled (intent, engine, apply) and must run under the lease.
 

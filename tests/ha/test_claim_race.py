@@ -1,5 +1,5 @@
 """Overlapping claims raced by many processes: two grants on related paths never overlap in time,
-and fences per path only grow (DESIGN.md §3, "Prefix conflict" and "Atomic check-and-insert")."""
+and fences per path only grow."""
 
 from __future__ import annotations
 

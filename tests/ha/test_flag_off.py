@@ -1,5 +1,5 @@
 """Flag off means today's behaviour: no claim backend, no lease rows, and every operation issues
-exactly the statements the foundation composition (TreeLock only) issues (DESIGN.md §7)."""
+exactly the statements the foundation composition (TreeLock only) issues."""
 
 from __future__ import annotations
 

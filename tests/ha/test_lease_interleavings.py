@@ -1,4 +1,4 @@
-"""The lease claim (LEASE_TABLE) under the interleavings of issue 14 item 1, each forced with failpoints
+"""The lease claim (LEASE_TABLE) under the interleavings of a steal and a renewal, each forced with failpoints
 (gravimeta/failpoints.py) on two real processes (tests/ha/lease_child.py) sharing one database.
 
 A steal racing an in-flight renewal, at the grain of SQL statements (H holds /m/c; S claims /m):

@@ -1,4 +1,4 @@
-"""Lock off, the store still decides (DESIGN.md §9: a claim-layer bug degrades to a clear conflict
+"""Lock off, the store still decides (a claim-layer bug degrades to a clear conflict
 error). Without the distributed lock two replicas can each record the intent of the same structural
 change before either applies it. The apply step of the second one then finds the change already in the
 store, and it must answer what a request arriving after the first one gets: 409 XAlreadyExists for a

@@ -1,5 +1,5 @@
 """No lost updates across replicas: property changes of one entity sent concurrently through two
-gunicorn replicas (2 workers each) sharing one database all survive (DESIGN.md §5). Each update
+gunicorn replicas (2 workers each) sharing one database all survive. Each update
 reads the entity row FOR UPDATE, applies the change and bumps the version in one transaction, so a
 concurrent update waits for it and then works on its result.
 

@@ -1,6 +1,6 @@
 """End to end through real gunicorn replicas sharing one database: structural changes race through
 both replicas with the flag on, every worker registers itself, and a replica started with the other
-flag setting warns about the mixed rollout (DESIGN.md §7)."""
+flag setting warns about the mixed rollout."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Torn reads: a load that issues several queries (parent chain, table row, column rows) runs in one
 snapshot transaction, so readers in other processes never see half of a concurrent change
-(DESIGN.md §5). One process moves a table back and forth between two schemas, replacing its columns
+. One process moves a table back and forth between two schemas, replacing its columns
 each time; another drops a schema with its tables and re-creates it; readers load those tables and
 check that every loaded table row comes with its own columns.
 

@@ -1,5 +1,5 @@
 """Steal + fence: a holder paused past its lease (SIGSTOP) loses its claim to another process and, when
-it wakes, cannot commit; the store shows only the stealer's change (DESIGN.md §3, "Fencing")."""
+it wakes, cannot commit; the store shows only the stealer's change."""
 
 from __future__ import annotations
 

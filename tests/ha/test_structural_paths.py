@@ -1,7 +1,7 @@
 """Every structural operation reachable from the REST API goes through the coordinator: one
 `Coordinator.structural` call per request, on the scope and with the lock type of Gravitino's
 dispatcher table (gravitino-api.md §2.2), with the claim taken before the TreeLock and released after
-it, and every store write of the request behind the claim's fence guard (DESIGN.md §2). Enabling or
+it, and every store write of the request behind the claim's fence guard. Enabling or
 disabling a metalake or catalog claims the metalake like a structural change (so it is ordered with the
 structural changes inside it). Property changes take no claim, nor do tags and statistics; adding or
 dropping a partition claims the table (test_a_hive_partition_change_claims_the_table_before_its_engine_call for the engine).

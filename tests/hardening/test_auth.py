@@ -269,7 +269,7 @@ def test_the_official_client_with_an_expired_token_gets_an_error_not_data(start_
     admin.close()
 
 
-# ------------------------------------------------------------------ time claims (issue 16.12)
+# ------------------------------------------------------------------ time claims
 
 
 def unexpiring_token(**claims) -> str:

@@ -1,6 +1,6 @@
 """Error messages sent to clients name the problem without absolute file paths or the database's host,
 port and role; those stay in the server's log line for the request, under the id the client got in
-X-Request-Id (issue 16 item 11). Before, a `sqlite` catalog error carried the catalog file's absolute
+X-Request-Id. Before, a `sqlite` catalog error carried the catalog file's absolute
 path and a store failure the driver's text ('connection to server at "127.0.0.1", port 5432 failed:
 FATAL: role "..." is not permitted to log in')."""
 
@@ -96,7 +96,7 @@ def test_a_store_that_goes_away_is_reported_without_its_host_and_port(proxied_st
             body = response.get_json()
             assert str(proxy.port) not in body["message"] and "127.0.0.1" not in body["message"], body
             answered.append(response.status_code)
-            if response.status_code == 503:  # (a read may still end in a plain 500: issue 16 item 3's business)
+            if response.status_code == 503:  # (a read may still end in a plain 500, not this test's concern)
                 assert STORE_FAILED in body["message"], body
                 detail = log_line(caplog, response.headers["X-Request-Id"])["detail"]
                 assert "connect" in detail.lower(), detail

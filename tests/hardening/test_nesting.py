@@ -1,4 +1,4 @@
-"""Nested structures are bounded at parse time (issue 16 item 7, gravimeta/shape_limits.py): a type,
+"""Nested structures are bounded at parse time (gravimeta/shape_limits.py): a type,
 expression or partitioning nested too deeply, or a list too long, is a 400 naming the limit, logged as
 one line; and whatever is accepted can afterwards be loaded, altered, renamed, moved and dropped.
 

@@ -1,5 +1,5 @@
 """Values no store can hold are a 400 at the edge, on SQLite, PostgreSQL and MariaDB alike, and nothing
-is changed anywhere (issue 16 item 8, the edge half of issue 15 item 5): NUL characters and lone
+is changed anywhere: NUL characters and lone
 surrogates anywhere in a body or a URL name, URL names and user names longer than the store's columns,
 comments longer than MySQL's TEXT. Before, PostgreSQL answered 500 (DataError) for a NUL, every backend
 500 (UnicodeEncodeError) for a lone surrogate, MariaDB 500 for an over-long user or comment; and a NUL
@@ -233,7 +233,7 @@ def engine_tables(root, schema: str = "s") -> list[str]:
 
 
 def test_a_value_the_store_cannot_hold_never_reaches_a_sqlite_catalogs_engine(tree, db_url, tmp_path):
-    """Issue 15 item 5: the engine created the table, the store refused the NUL comment (PostgreSQL), the
+    """Before: the engine created the table, the store refused the NUL comment (PostgreSQL), the
     intent stayed open and every later create or drop in the catalog answered 500."""
     tables = "/api/metalakes/m/catalogs/q/schemas/s/tables"
     refused(tree.post(tables, json={"name": "pill", "comment": f"a{NUL}b", "columns": [COLUMN]}), "NUL")

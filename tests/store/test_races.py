@@ -1,5 +1,5 @@
 """Races between real processes, each with its own engine (as replicas are), on every backend. No lock
-layer runs here: these are the database-level guarantees of DESIGN.md §9 ("defence in depth")."""
+layer runs here: these are the database-level guarantees ("defence in depth")."""
 
 from __future__ import annotations
 
