@@ -15,10 +15,15 @@ carries its identity in its comment, so a name can always be mapped back to the 
   is three renames through a temporary name), then reads the names back from the API: it knows which
   identity each (metalake, catalog) name denoted over time.
 - The nemesis SIGSTOPs a worker past the lease TTL and SIGCONTs it, kill -9s a worker (gunicorn starts a
-  new one), slows the hive stub down, and arms a random failpoint (gravimeta/failpoints.py: sleep, pause,
-  fail, raise ScopeBusy, exit) in one replica or all.
+  new one), slows the hive stub down or holds its calls beyond the hive catalog's client timeout, cuts
+  the last replica's database connection at a COMMIT (tests/support/tcp_proxy.py), and arms a random
+  failpoint (gravimeta/failpoints.py: sleep, pause, fail, raise ScopeBusy, exit) in one replica or all.
+- An outsider creates tables and schemas directly in the sqlite and hive engines and GETs them (import);
+  the workload drops such objects through gravimeta and drops and re-creates sqlite schemas.
 
-At the end: every fault is lifted, `gravimeta repair` settles open journal intents, the final state of
+At the end: every fault is lifted, `gravimeta repair` settles open journal intents (one left open fails
+the run), each sqlite and hive engine is compared with the store's rows (tests/chaos/engine_check.py,
+before any API read can import a difference away), the final state of
 every catalog is read three ways (API, SQL, the engine for sqlite and hive), and the checker runs on
 the history attributed to identities. An operation whose interval overlapped a rename of its name may
 have hit either object: it counts as a possible removal in each (never as an acknowledged create:
@@ -50,7 +55,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from connectors.base import CatalogContext
+from sqlalchemy import Engine, select
+from sqlalchemy.engine import make_url
+
+from connectors.base import CatalogContext, Connector
 from connectors.registry import ConnectorRegistry
 from gravimeta import errors
 from gravimeta.demo.client import Recorder, Replica, catalog_path
@@ -58,11 +66,13 @@ from gravimeta.demo.history import DEFINITE_FAILURE_TYPES, CatalogState, History
 from gravimeta.demo.state import MEMORY_NOTE, read_api, read_sql, read_sqlite_engine
 from gravimeta.entities import Column, Schema, Table
 from gravimeta.store.database import create_store_engine
+from gravimeta.store.models import CatalogRow, SchemaRow, TableRow
 from tests.chaos.engine_check import Difference, EngineCatalog, Settled, compare, settle, sqlite_root
 from tests.connectors.stub_process import StubProcess
 from tests.support.databases import fresh_database
 from tests.support.failpoints import Failpoints
 from tests.support.servers import ServerProcess
+from tests.support.tcp_proxy import TcpProxy
 
 SCHEMAS = ("s0", "s1", "s2")
 TABLES = ("t0", "t1", "t2", "t3")
@@ -74,6 +84,9 @@ REMOVALS = ("drop_table", "drop_schema", "rename_table")
 #: names the outsider creates directly in the sqlite and hive engines (never created through gravimeta)
 ENGINE_TABLES = ("e0", "e1")
 ENGINE_SCHEMAS = ("x0",)
+#: statements whose transaction's COMMIT the nemesis cuts (on the replica behind the TCP proxy)
+COMMIT_CUTS = (b"INSERT INTO gm_table", b"DELETE FROM gm_table", b"UPDATE gm_table", b"INSERT INTO gm_schema",
+               b"DELETE FROM gm_schema", b"UPDATE gm_catalog", b"UPDATE gm_metalake")
 #: the hive catalog's client timeout; the nemesis's hive latency and hangs go beyond it
 HIVE_TIMEOUT_MS = 1000
 SLOW_S = 3.0
@@ -200,6 +213,8 @@ class World:
     stop: threading.Event = field(default_factory=threading.Event)
     providers: dict[str, tuple[str, dict[str, str]]] = field(default_factory=dict)
     stub: StubProcess | None = None
+    #: the last replica reaches the database through it (the nemesis cuts connections at COMMIT)
+    proxy: TcpProxy | None = None
     fp: Failpoints | None = None
     names: Names | None = None
     #: outsider objects (identity, schema, table or None) whose import answered nothing definite
@@ -432,14 +447,14 @@ def outsider(world: World) -> None:
     """Someone beside gravimeta: creates tables (ENGINE_TABLES) and schemas (ENGINE_SCHEMAS) directly in
     the sqlite and hive engines, through the connector alone (outside a server the door guard is off),
     then GETs each through a random replica, which imports it (again under the current name when a swap
-    made the first GET miss). An object whose import got no definite answer while its catalog's name
-    surely denoted that catalog (200, or 404 NoSuchSchema/NoSuchTable: dropped meanwhile), or whose
-    creation in the engine timed out, stays in world.unimported: the final engine check may find it only
-    in the engine without that being a divergence (it says so)."""
+    made the first GET miss). Then it looks: an object that the store's rows do not hold and the engine
+    still does (or whose creation in the engine timed out) stays in world.unimported: the final engine
+    check may find it only in the engine without that being a divergence (it says so)."""
     rng = random.Random(world.rng.random())
     names = world.names
     assert names is not None
     registry = ConnectorRegistry()
+    store_engine = create_store_engine(world.db_url)
     identities = sorted(i for i, (p, _) in world.providers.items() if p in ("sqlite", "hive"))
     while not world.stop.wait(rng.uniform(0.2, 0.8)):
         ident = rng.choice(identities)
@@ -481,9 +496,34 @@ def outsider(world: World) -> None:
             status, body = _import(world, rng, ident, schema, table, began)
             if status is not None and status < 500 and (body or {}).get("type") not in WRONG_NAME:
                 break
-        if status == 200 or (body or {}).get("type") in ("NoSuchSchemaException", "NoSuchTableException"):
-            with world.outsider_lock:  # imported, or the engine no longer has it (dropped meanwhile)
+        # An answer alone does not say which catalog the name denoted (a swap may be in flight), nor
+        # whether a 404 means "gone from the engine" (a create of the schema may be in flight): look.
+        if in_store(store_engine, ident, schema, table) or not in_engine(connector, schema, table):
+            with world.outsider_lock:  # imported, or the engine no longer has it
                 world.unimported.discard(key)
+    store_engine.dispose()
+
+
+def in_store(engine: Engine, ident: str, schema: str, table: str | None) -> bool:
+    """Whether the store has the schema (or table) in the catalog whose comment is `ident`, by its rows."""
+    query = select(SchemaRow.id).join(CatalogRow, SchemaRow.catalog_id == CatalogRow.id) \
+        .where(CatalogRow.comment == ident, SchemaRow.name == schema)
+    if table is not None:
+        query = select(TableRow.id).join(SchemaRow, TableRow.schema_id == SchemaRow.id) \
+            .join(CatalogRow, SchemaRow.catalog_id == CatalogRow.id) \
+            .where(CatalogRow.comment == ident, SchemaRow.name == schema, TableRow.name == table)
+    with engine.connect() as conn:
+        return conn.execute(query).first() is not None
+
+
+def in_engine(connector: Connector, schema: str, table: str | None) -> bool:
+    """Whether the engine has it; True when it cannot tell (the object then stays excusable)."""
+    try:
+        return schema in connector.list_schemas() if table is None else table in connector.list_tables(schema)
+    except errors.NotFound:
+        return False
+    except Exception:  # noqa: BLE001 - the engine is slowed down by the nemesis: cannot tell
+        return True
 
 
 #: a 404 that says nothing of the object: the catalog's name denoted another catalog, or none, meanwhile
@@ -518,7 +558,7 @@ def nemesis(world: World) -> None:
     assert world.fp is not None and world.stub is not None
     ttl_s = world.cfg.ttl_ms / 1000
     while not world.stop.wait(rng.uniform(0.5, 2.0)):
-        action = rng.choice(("stop", "stop", "kill", "hive", "hive", "failpoint", "failpoint", "failpoint"))
+        action = rng.choice(("stop", "stop", "kill", "hive", "hive", "commit", "failpoint", "failpoint", "failpoint"))
         index = rng.randrange(len(world.servers))
         server = world.servers[index]
         began = time.monotonic()
@@ -536,6 +576,16 @@ def nemesis(world: World) -> None:
                         world.stop.wait(rng.uniform(0.3, 2 * ttl_s + 0.5))
                     finally:
                         os.kill(pid, signal.SIGCONT)
+            elif action == "commit" and world.proxy is not None:
+                # the next COMMIT of such a transaction on the proxied replica: delivered and its answer
+                # lost, or dropped (rolled back); the server must look before it answers
+                statement, deliver = rng.choice(COMMIT_CUTS), rng.random() < 0.5
+                index = len(world.servers) - 1
+                cut = world.proxy.lose_commit(statement, deliver=deliver)
+                world.stop.wait(rng.uniform(1.0, 3.0))
+                world.proxy.disarm()
+                action = f"commit {'answer lost' if deliver else 'dropped'} after {statement.decode()}" + \
+                    ("" if cut.is_set() else " (not reached)")
             elif action == "hive":
                 # latency up to beyond the hive catalog's client timeout (HIVE_TIMEOUT_MS), or calls held
                 # past it and then let through: the late call must meet the fences
@@ -559,6 +609,8 @@ def nemesis(world: World) -> None:
         except (ProcessLookupError, OSError):
             continue
         world.nemesis_counts[" ".join(action.split(" ")[:2]) if action.startswith("hive") else
+                             ("commit cut" if "(not reached)" not in action else "commit armed") if
+                             action.startswith("commit") else
                              action.split(" ")[0] if not action.startswith("fp") else "failpoint"] += 1
         world.nemesis_log.append(f"[{began:.3f}-{time.monotonic():.3f}] {action} on {world.replicas[index].name}")
 
@@ -736,6 +788,11 @@ def _cluster(cfg: SoakConfig, rng: random.Random) -> Iterator[World]:
         world.stub = StubProcess(tmp / "hive-stub").start()
         stack.callback(world.stub.stop)
 
+        url = make_url(db_url)
+        world.proxy = TcpProxy(url.host or "127.0.0.1", url.port or (5432 if cfg.db == "postgresql" else 3306)).start()
+        stack.callback(world.proxy.stop)
+        proxied = url.set(port=world.proxy.port).render_as_string(hide_password=False)
+
         def stop_servers() -> None:
             lift_faults(world)
             for server in world.servers:
@@ -744,7 +801,8 @@ def _cluster(cfg: SoakConfig, rng: random.Random) -> Iterator[World]:
         stack.callback(stop_servers)
         for i in range(cfg.replicas):
             name = f"r{i + 1}"
-            server = ServerProcess(db_url, workers=cfg.workers, log_path=tmp / f"{name}.log", env=world.server_env(name))
+            server = ServerProcess(proxied if i == cfg.replicas - 1 else db_url, workers=cfg.workers,
+                                   log_path=tmp / f"{name}.log", env=world.server_env(name))
             world.servers.append(server)
             server.start(timeout=60)
             world.replicas.append(Replica(server.url, name, timeout=60))

@@ -59,6 +59,10 @@ class TcpProxy:
         self._commit_loss = loss
         return loss.done
 
+    def disarm(self) -> None:
+        """Forget a lose_commit() that has not fired yet."""
+        self._commit_loss = None
+
     def stop(self) -> None:
         if not self._thread.is_alive():
             return
