@@ -66,6 +66,7 @@ from gravimeta.demo.history import DEFINITE_FAILURE_TYPES, CatalogState, History
 from gravimeta.demo.state import MEMORY_NOTE, read_api, read_sql, read_sqlite_engine
 from gravimeta.entities import Column, Schema, Table
 from gravimeta.store.database import create_store_engine
+from gravimeta.store.entity_store import EntityStore
 from gravimeta.store.models import CatalogRow, SchemaRow, TableRow
 from tests.chaos.engine_check import Difference, EngineCatalog, Settled, compare, settle, sqlite_root
 from tests.connectors.stub_process import StubProcess
@@ -110,6 +111,9 @@ class SoakConfig:
     nemesis: bool = True
     structure: bool = True
     outsider: bool = True
+    #: self-check of the final engine check: drop one table gravimeta acknowledged straight from a sqlite
+    #: engine after the load; the run must then report that divergence (--plant-divergence)
+    plant_divergence: bool = False
     progress_every_s: float = 5.0
     work_dir: Path | None = None
     say: Callable[[str], None] = print
@@ -642,6 +646,25 @@ def repair(world: World) -> Settled:
     return settle(world.db_url, env)
 
 
+def plant_divergence(world: World) -> str:
+    """Drop one table the store holds straight from a sqlite engine (outside gravimeta)."""
+    engine = create_store_engine(world.db_url)
+    try:
+        store = EntityStore(engine)
+        for (metalake, catalog), ident in sorted(world.read_names().items()):
+            if world.providers[ident][0] != "sqlite":
+                continue
+            for schema in store.list_schemas(metalake, catalog):
+                for table in store.list_tables(metalake, catalog, schema.name):
+                    connector = ConnectorRegistry().get("sqlite")(
+                        CatalogContext(metalake, catalog, dict(world.providers[ident][1])))
+                    connector.drop_table(schema.name, table)
+                    return f"{ident} {schema.name}.{table} dropped from the engine only"
+    finally:
+        engine.dispose()
+    return "nothing to plant (no table in any sqlite catalog)"
+
+
 def engines_against_store(world: World) -> list[str]:
     """Each sqlite and hive catalog's engine against the store's rows (tests/chaos/engine_check.py)."""
     catalogs = []
@@ -850,6 +873,8 @@ def run(cfg: SoakConfig) -> SoakResult:
             server.wait_ready(60)
         settled = repair(world)
         say(f"[soak] {settled.output}")
+        if cfg.plant_divergence:
+            say(f"[soak] planted: {plant_divergence(world)}")
         engine_problems = settled.problems + engines_against_store(world)  # before any API read imports
         state = final_state(world)
         ops, ambiguous = attribute(world)
@@ -948,9 +973,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=6, help="workload client threads")
     parser.add_argument("--ttl-ms", type=int, default=1500)
     parser.add_argument("--no-nemesis", action="store_true")
+    parser.add_argument("--plant-divergence", action="store_true",
+                        help="self-check: drop one table from a sqlite engine after the load; the run must fail")
     args = parser.parse_args(argv)
     result = run(SoakConfig(args.db, args.seconds, args.seed, args.lock, args.replicas, args.workers, args.threads,
-                            args.ttl_ms, nemesis=not args.no_nemesis, say=lambda line: print(line, flush=True)))
+                            args.ttl_ms, nemesis=not args.no_nemesis, plant_divergence=args.plant_divergence,
+                            say=lambda line: print(line, flush=True)))
     print(render(result), flush=True)
     return 0 if result.ok else 1
 
