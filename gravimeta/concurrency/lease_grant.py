@@ -21,7 +21,8 @@ On PostgreSQL the whole transaction is one call of the database function gm_clai
 revisions 0004 and 0012: the same statements in the same order, one round trip instead of eight or more), which also
 takes the scope's advisory locks when advisory-path operations can run (PG_ADVISORY, AUTO). On
 MySQL/MariaDB it is one call of the stored procedure gm_claim_scope (alembic revisions 0013 and 0015,
-the same statements again). On SQLite the statements are sent one by one.
+the same statements again). On SQLite the statements are sent one by one. The anchor rows are created
+beforehand, once, in a transaction of their own that is bounded like the claim (_ensure_anchors).
 
 A steal racing a renewal (tests/ha/test_lease_interleavings.py). H holds /m/c and
 renews just before its lease expires; S claims /m just after:
@@ -107,7 +108,7 @@ class ClaimTransaction:
             deadline = lock_waits.deadline_in(self.timeout_ms / 1000)
         try:
             anchors = self._anchors(path)
-            self._ensure_anchors(anchors)
+            self._ensure_anchors(anchors, deadline)
             if self.dialect == "postgresql":
                 return self._try_claim_in_one_call(path, holder, anchors, deadline)
             if self.dialect == "mysql" and len(paths.ancestors(path)) < _MYSQL_RELATED:
@@ -275,18 +276,32 @@ class ClaimTransaction:
         anchor = paths.anchor_of(path)
         return [paths.ROOT_PATH] if anchor == paths.ROOT_PATH else [paths.ROOT_PATH, anchor]
 
-    def _ensure_anchors(self, anchors: list[str]) -> None:
-        """Create missing anchor rows in their own transaction (rows are never deleted)."""
+    def _ensure_anchors(self, anchors: list[str], deadline: float) -> None:
+        """Create missing anchor rows in their own transaction (rows are never deleted), waiting on row
+        locks at most until `deadline`, like every statement of the claim (a timeout error: busy).
+
+        The bound matters on MariaDB: INSERT IGNORE checks for the duplicate by taking a shared lock on
+        the existing row, so it waits behind any claim transaction that holds that anchor FOR UPDATE.
+        PostgreSQL's ON CONFLICT DO NOTHING does not lock an existing row; it waits only for a concurrent,
+        uncommitted insert of the same anchor (bounded by lock_timeout here all the same). SQLite: its
+        writers wait on busy_timeout. One statement with every missing row: the MariaDB bound is put in
+        front of single statements only (lock_waits.install)."""
         missing = [a for a in anchors if a not in self._known_anchors]
         if not missing:
             return
+        rows = [{"anchor": a} for a in missing]
         stmt = (
-            pg_insert(claim_anchor).on_conflict_do_nothing() if self.dialect == "postgresql"
-            else sqlite_insert(claim_anchor).on_conflict_do_nothing() if self.dialect == "sqlite"
-            else mysql_insert(claim_anchor).prefix_with("IGNORE")
+            pg_insert(claim_anchor).values(rows).on_conflict_do_nothing() if self.dialect == "postgresql"
+            else sqlite_insert(claim_anchor).values(rows).on_conflict_do_nothing() if self.dialect == "sqlite"
+            else mysql_insert(claim_anchor).values(rows).prefix_with("IGNORE")
         )
-        with self.engine.begin() as conn:
-            conn.execute(stmt, [{"anchor": a} for a in missing])
+        with self.engine.connect() as conn:
+            conn.execution_options(**{lock_waits.DEADLINE: deadline})  # MariaDB: every statement below
+            with conn.begin():
+                if self.dialect == "postgresql":  # lock_timeout for the rest of this transaction
+                    conn.execute(select(func.set_config(
+                        "lock_timeout", lock_waits.pg_lock_timeout(lock_waits.left(deadline)), True)))
+                conn.execute(stmt)
         self._known_anchors.update(missing)
 
     def _lock_anchors(self, conn: Connection, path: str, anchors: list[str]) -> bool:

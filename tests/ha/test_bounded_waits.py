@@ -11,6 +11,10 @@
 (d) A claim waits only on rows related to it: a holder frozen after its guard in metalake m4 does not
     hold up a steal of an expired claim in m1 (MariaDB's locking re-read visited, and waited for, claim
     rows of other metalakes until alembic 0015 locked the rows it found by their keys).
+(e) The one-off insert of a claim's anchor rows is bounded like the claim: behind a claim transaction
+    that holds the metalake's anchor FOR UPDATE, it answers 503 ScopeBusy within the claim timeout
+    (MariaDB's INSERT IGNORE takes a shared lock on the existing anchor row and waited as long as that
+    transaction did).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, select, text
 
 from gravimeta.concurrency.db_clock import db_now, dialect_of
 from gravimeta.concurrency.tables import scope_lease
@@ -80,6 +84,21 @@ def stalled_holder(cluster: Cluster, api: Api, m: str = "m", setup: bool = True)
     cluster.fp.arm("guard.after_lock", tag="h")
     thread, answers = in_background(lambda: api.table("t", m=m))
     return thread, answers, cluster.fp.wait_reached("guard.after_lock", tag="h")
+
+
+def waits_on_a_lock(engine: Engine) -> bool:
+    """Whether a session of this test's database waits for a row lock right now (MariaDB: a claim
+    statement has been running for 300 ms, which only a lock wait makes it do; a transaction that has
+    written nothing yet has no innodb_trx row to show its wait)."""
+    if dialect_of(engine) == "postgresql":
+        query = ("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                 "AND wait_event_type = 'Lock'")
+    else:
+        query = ("SELECT count(*) FROM information_schema.processlist WHERE db = DATABASE() "
+                 "AND id <> CONNECTION_ID() AND time_ms > 300 "
+                 "AND (info LIKE '%gm_scope_lease%' OR info LIKE '%gm_claim_%')")
+    with engine.connect() as conn:
+        return bool(conn.execute(text(query)).scalar())
 
 
 # --------------------------------------------------------------------- (a)
@@ -225,3 +244,38 @@ def test_a_steal_locks_only_the_claims_it_found(engine, shared_db, children, tmp
         f"the claim on {path} that steals an expired claim answered {answer} ({guard}) while a holder of "
         "/m4/c/s was frozen after its fence guard")
 
+
+# --------------------------------------------------------------------- (e)
+
+
+def test_an_anchor_insert_behind_a_held_anchor_answers_busy_within_the_claim_timeout(shared_db, tmp_path, clusters):
+    cluster = Cluster(shared_db, tmp_path, {"GRAVIMETA_IDLE_TRANSACTION_TIMEOUT_MS": "60000"})
+    clusters.append(cluster)
+    holder = Api(cluster.replica("h"))
+    stealer = Api(cluster.replica("b", GRAVIMETA_CLAIM_TIMEOUT_MS="8000"))
+    # a replica that has claimed nothing yet: its first claim in m1 inserts the anchor rows '/' and '/m1'
+    fresh = Api(cluster.replica("f", GRAVIMETA_CLAIM_TIMEOUT_MS="1000"))
+    ok(holder.metalake())
+    ok(holder.catalog("memory", {}))
+    ok(holder.schema("s2"))
+    thread, created, paused = stalled_holder(cluster, holder, setup=False)
+    wait_until("the frozen holder's lease on /m/c/s expired", lambda: expired(cluster.engine, "/m/c/s"), timeout=15)
+    # the stealer's claim transaction locks m's anchor FOR UPDATE, then waits (up to 8 s) for the frozen
+    # holder's claim row
+    stealing, _ = in_background(lambda: stealer.table("t2"))
+    wait_until("the stealer waits on the frozen holder's claim row", lambda: waits_on_a_lock(cluster.engine),
+               timeout=10)
+
+    started = time.monotonic()
+    answer = fresh.table("t3", s="s2")  # /m/c/s2: not related to /m/c/s, but under the same anchor
+    elapsed = time.monotonic() - started
+    frozen = cluster.fp.is_paused(paused)
+    cluster.fp.resume(paused)
+    stealing.join(60)
+    thread.join(60)
+    assert frozen, "the holder was resumed before the fresh replica answered"
+    status, body = answer
+    assert elapsed < 1 + 2, (
+        f"the fresh replica (claim timeout 1000 ms) answered {status} only after {elapsed:.1f} s: its anchor "
+        "insert waited for the claim transaction holding the anchor")
+    assert status == 503 and body.get("type") == "ScopeBusyException", (status, body)
