@@ -8,7 +8,8 @@ per step, "go" on stdin where the test decides when the next step runs.
          claim's local deadline (the renewal UPDATE then runs just before the lease expires): RENEWED or
          LOST; on "go" run the fence guard in a store transaction: GUARD OK or FENCELOST <message>
   claim  claim cfg['path'] (timeout cfg['timeout_ms']): CLAIMED <fence> or BUSY; if claimed, run the
-         fence guard at once: GUARD OK or FENCELOST <message>; then wait for "go" (the claim stays held)
+         fence guard at once: GUARD OK or FENCELOST <message>; then wait for "go" (the claim stays held).
+         With cfg['ready_first']: READY first, and the claim starts on "go" (no process start-up in between)
 """
 
 from __future__ import annotations
@@ -57,6 +58,9 @@ def hold(cfg: dict) -> None:
 
 def claim(cfg: dict) -> None:
     claims = backend(cfg)
+    if cfg.get("ready_first"):
+        say("READY")
+        wait_for_go()
     try:
         claim = claims.claim_path(cfg["path"])
     except errors.ScopeBusy:

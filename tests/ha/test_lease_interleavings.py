@@ -85,6 +85,10 @@ def someone_waits_on_a_row_lock(engine: Engine) -> bool:
 
 
 def test_a_steal_waits_for_an_in_flight_renewal_and_then_finds_the_claim_live(engine, fp, children):
+    # S's process starts first and claims on "go": its start-up (seconds on a loaded machine) must not eat
+    # into H's leases, the renewed one of which has to outlast S's claim and reach H's guard below
+    s = children("claim", cfg(engine, fp, "s", "/m", timeout_ms=800, ready_first=True), "tests.ha.lease_child")
+    s.expect("READY")
     h = children("hold", cfg(engine, fp, "h", "/m/c", renew_before_ms=RENEW_BEFORE_MS), "tests.ha.lease_child")
     h.expect("CLAIMED")
     fp.arm("renew.before_commit", tag="h")
@@ -93,7 +97,7 @@ def test_a_steal_waits_for_an_in_flight_renewal_and_then_finds_the_claim_live(en
     wait_until("H's committed lease on /m/c has expired while its renewal is uncommitted",
                lambda: committed_lease_expired(engine, "/m/c"), timeout=10)
 
-    s = children("claim", cfg(engine, fp, "s", "/m", timeout_ms=800), "tests.ha.lease_child")
+    s.send("go")
     wait_until("S's claim transaction waits on H's row lock", lambda: someone_waits_on_a_row_lock(engine), timeout=10)
     fp.resume(renewing)
     assert h.expect("") == "RENEWED"
