@@ -5,13 +5,15 @@
  *
  * Configurations (spin -a -D...): which claimants run, on which paths
  *   (none)          three lease replicas on /m/c/s, /m and /m/c (each with its heartbeat's renewals),
- *                   the reclaimer and the clock; NREQ=2 leaves /m/c out
+ *                   the reclaimer and the clock (too large to check whole: use RENEWERS or
+ *                   MAXRECLAIM=0); NREQ=2 leaves /m/c out
  *   SAME_PATH       two lease replicas, both on /m/c/s
  *   MIXED           two lease replicas (/m/c/s, /m/c) and one advisory claimant (the PG_ADVISORY/AUTO
  *                   guard) on /m; the lease claim also try-locks the advisory keys (advisory_plan)
  *   SIBLINGS        lease replicas on /m/c/s and /m/c/t (unrelated: both may hold at once) and /m/c
  *   ROOT            lease replicas on / (a root claim), /m/c/s and /m2 (another metalake)
- *   MAXRECLAIM=0    no reclaimer; MAXRENEW=0 no renewals
+ *   MAXRECLAIM=0    no reclaimer; MAXRENEW=0 no renewals; RENEWERS=n a heartbeat for the first n
+ *                   lease replicas only
  * Reverted fixes and other variants:
  *   BUG_LEASE       liveness decided by a plain read, and the claim granted even when its steal DELETE
  *                   removed fewer rows than it read expired (as the code before alembic 0012)
