@@ -61,10 +61,12 @@ class Services:
 
 
 def build_services(settings: Settings, registry: ConnectorRegistry | None = None,
-                   store_may_be_away: bool = False) -> Services:
+                   store_may_be_away: bool = False, replica: bool = True) -> Services:
     """`store_may_be_away` (serving): build without the store when it does not answer, and answer 503
     until it does at this code's schema revision (gravimeta/health.py); otherwise the schema is checked
-    now and SchemaVersionMismatch raised."""
+    now and SchemaVersionMismatch raised. `replica` False (an operator command such as `gravimeta
+    repair`): this process claims like a replica but is not one, so it never registers in the node
+    registry (where it would count as a live replica, and as a lock-off peer with the lock off)."""
     check_authorization(settings)
     if settings.sqlite_catalog_root:  # the sqlite provider reads its root at call time, from the environment
         os.environ[ROOT_ENV] = settings.sqlite_catalog_root
@@ -74,7 +76,8 @@ def build_services(settings: Settings, registry: ConnectorRegistry | None = None
         check_schema(engine)
     store = EntityStore(engine, on_snapshot=metrics.snapshot_reads.inc)
     connectors = ConnectorCache(registry or ConnectorRegistry())
-    distributed = start_distributed_lock(settings, engine, catalog_locality(connectors, store.get_catalog))
+    distributed = start_distributed_lock(settings, engine, catalog_locality(connectors, store.get_catalog),
+                                         register=replica)
     coordinator = Coordinator(TreeLock(), distributed.claims, distributed)
     reconciler = Reconciler(store, coordinator, connectors)
     ownership = OwnershipStore(store)

@@ -220,21 +220,33 @@ def db_current(settings) -> None:  # type: ignore[no-untyped-def]
               help="without cross-node claims: treat intents older than this as final when the engine does not "
                    "show them (default 30).")
 @click.option("--list", "list_only", is_flag=True, help="only list the open intents.")
+@click.option("--resolve", "resolution", nargs=2, type=(int, click.Choice(["applied", "not-applied"])),
+              metavar="ID applied|not-applied",
+              help="settle one intent the repair cannot: its change is in the engine (the store takes it) or is "
+                   "not (the intent ends); docs/operations.md, 'Stuck intents'.")
+@click.option("--discard", "discard_id", type=int, metavar="ID",
+              help="end one intent without touching the store or the engine.")
 @click.option("--run-dir", default="var/cluster", show_default=True, type=click.Path(file_okay=False),
               help=_RUN_DIR_HELP)
 @click.pass_obj
-def repair(settings, settle_seconds: float | None, list_only: bool, run_dir: str) -> None:  # type: ignore[no-untyped-def]
+def repair(settings, settle_seconds: float | None, list_only: bool, resolution: tuple[int, str] | None,  # type: ignore[no-untyped-def]
+           discard_id: int | None, run_dir: str) -> None:
     """Finish or undo connector operations left open in the operation journal (docs/consistency.md §4).
 
     Finds the store like `gravimeta locks` (--store-url, else the cluster in --run-dir, else ./var), reads
     the server's configuration (--config, GRAVIMETA_* variables) and refuses to judge any engine when its
-    sqlite catalog root is not the one the servers recorded. Exit status: 0 when every intent was settled
-    or can wait, 1 when some are stuck or failed (listed), 2 when it refused to run."""
+    sqlite catalog root is not the one the servers recorded. With --resolve or --discard it settles that
+    one intent only. Exit status: 0 when every intent was settled or can wait (or the one intent was
+    resolved), 1 when some are stuck or failed (listed) or the resolution was refused, 2 when it refused
+    to run."""
     import dataclasses
     import os
 
     from gravimeta.app import build_services
-    from gravimeta.dispatch.repair_command import check_engine_roots, print_open
+    from gravimeta.dispatch.repair_command import check_engine_roots, print_open, resolve
+
+    if sum((list_only, resolution is not None, discard_id is not None)) > 1:
+        raise click.UsageError("use one of --list, --resolve and --discard")
 
     target, engine = _existing_store(settings, run_dir)
     engine.dispose()
@@ -245,12 +257,17 @@ def repair(settings, settle_seconds: float | None, list_only: bool, run_dir: str
     if target.lock is not None:  # claim like the cluster's replicas do
         settings = dataclasses.replace(settings, distributed_lock_enabled=target.lock[0],
                                        distributed_lock_backend=target.lock[1])
-    services = build_services(settings)
+    services = build_services(settings, replica=False)
     try:
         problem = check_engine_roots(services.store.engine)
-        if problem is not None and not list_only:
+        if problem is not None and not list_only and discard_id is None:
             click.echo(f"error: {problem}", err=True)
             sys.exit(2)
+        one = resolution if discard_id is None else (discard_id, "discard")
+        if one is not None:
+            done = resolve(services, one[0], one[1], click.echo)
+            print_open(services.reconciler.journal, click.echo)
+            sys.exit(0 if done else 1)
         outcomes = None if list_only else services.reconciler.repair_pending(settle_seconds)
         if outcomes is not None:
             click.echo("repair: " + (", ".join(f"{n} {k}" for k, n in sorted(outcomes.items())) or "nothing to do"))

@@ -76,10 +76,13 @@ def _never_local(_metalake: str, _catalog: str) -> bool:
 
 
 def start_distributed_lock(settings: Settings, engine: Engine,
-                           catalog_is_local: Callable[[str, str], bool] = _never_local) -> DistributedLock:
+                           catalog_is_local: Callable[[str, str], bool] = _never_local,
+                           register: bool = True) -> DistributedLock:
     """Register this worker, start its heartbeat thread, and build the configured claim backend.
     `catalog_is_local(metalake, catalog)`: whether a catalog's schema/table operations run in one store
-    transaction (connector_cache.catalog_locality); by default none do, so they all take the lease."""
+    transaction (connector_cache.catalog_locality); by default none do, so they all take the lease.
+    `register` False (an operator command): claims and their renewals as a worker has them, but no row
+    in the node registry and no node heartbeat: the process is not a replica."""
     backend = effective_backend(settings, engine)
     node = node_id()
     ttl_ms, timeout_ms = settings.lease_ttl_ms, settings.claim_timeout_ms
@@ -95,13 +98,14 @@ def start_distributed_lock(settings: Settings, engine: Engine,
             claims = lease
         else:  # PG_ADVISORY or AUTO on PostgreSQL: advisory where sound (module docstring)
             claims = AutoBackend(AdvisoryBackend(engine, timeout_ms), lease, catalog_is_local)
-    heartbeat.add_task("node-registry", registry.beat, every=1 if not enabled else 3)
-    try:
-        registry.register()
-        registry.warn_on_mixed_rollout()
-    except SQLAlchemyError as exc:  # the store is away: boot anyway; the heartbeat registers this worker later
-        log.warning("could not register this worker in the store (%s); the heartbeat retries",
-                    type(getattr(exc, "orig", None) or exc).__name__)
+    if register:
+        heartbeat.add_task("node-registry", registry.beat, every=1 if not enabled else 3)
+        try:
+            registry.register()
+            registry.warn_on_mixed_rollout()
+        except SQLAlchemyError as exc:  # the store is away: boot anyway; the heartbeat registers this worker later
+            log.warning("could not register this worker in the store (%s); the heartbeat retries",
+                        type(getattr(exc, "orig", None) or exc).__name__)
     heartbeat.ensure_started()
     log.info("distributed lock %s (backend %s), node %s", "ON" if enabled else "OFF", backend, registry.row_id)
     return DistributedLock(claims, backend, heartbeat, registry)

@@ -143,6 +143,12 @@ class Repairer:
             return "rolled back"
         return self._stuck(intent, "engine shows neither the state before nor the state after")
 
+    def fence_out(self, intent: Intent, connector: Connector) -> str:
+        """Under a claim related to the intent's scope: keep its holder's late engine calls out where the
+        engine can (the barrier), and say how final an observation made now is: FENCED, HELD, WAITING or
+        UNCLAIMED (`gravimeta repair --resolve`, intent_resolution.py)."""
+        return self._mode(intent, connector)
+
     def _mode(self, intent: Intent, connector: Connector) -> str:
         """How final an observation made now is (see the module docstring)."""
         claim = current_claim()

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
 
 from connectors.sqlite.paths import ROOT_ENV, catalog_root
+from gravimeta import errors
+from gravimeta.dispatch.intent_resolution import IntentResolver
 from gravimeta.store import server_settings
 from gravimeta.store.journal import OperationJournal
+
+if TYPE_CHECKING:
+    from gravimeta.app import Services
 
 
 def check_engine_roots(engine: Engine) -> str | None:
@@ -27,3 +33,17 @@ def print_open(journal: OperationJournal, echo: Callable[[str], object]) -> None
     for intent in journal.pending():
         echo(f"open: #{intent.id} {intent.operation} {intent.scope_path} {intent.state} "
              f"since {intent.created_at} by {intent.holder}: {intent.detail or ''}")
+
+
+def resolve(services: Services, intent_id: int, outcome: str, echo: Callable[[str], object]) -> bool:
+    """`--resolve ID applied|not-applied` and `--discard ID` (intent_resolution.py); whether it was done
+    (a refusal is printed with what to do instead)."""
+    reconciler = services.reconciler
+    resolver = IntentResolver(services.store, services.coordinator, services.connectors, reconciler.journal,
+                              reconciler.repairer)
+    try:
+        echo(resolver.resolve(intent_id, outcome))
+    except errors.GravitinoError as exc:
+        echo(f"error: {exc.message}")
+        return False
+    return True
