@@ -11,8 +11,8 @@ from gravimeta.access import rules
 from gravimeta.access.facts import CATALOG, METALAKE
 from gravimeta.api import dto, payloads
 from gravimeta.api.door import needs, visible
-from gravimeta.api.errors import note_refusal, operation
-from gravimeta.api.requests import dispatchers, flag, json_body, user
+from gravimeta.api.errors import error_body, note_refusal, operation
+from gravimeta.api.requests import dispatchers, drop_flag, flag, json_body, user
 from gravimeta.entities import Catalog
 from gravimeta.errors import GravitinoError
 
@@ -61,7 +61,7 @@ def test_new_connection(metalake: str) -> Any:
         catalog = _catalog_of(metalake, payloads.load(payloads.CatalogCreate, body))
         dispatchers().catalogs.test_new(catalog)
     except _TEST_CONNECTION_ERRORS as exc:
-        return {"code": exc.code, "type": exc.type_name, "message": exc.message, "stack": None}
+        return error_body(exc)
     return dto.ok()
 
 
@@ -93,7 +93,7 @@ def set_catalog_in_use(metalake: str, catalog: str) -> Any:
 @needs(rules.ALTER_CATALOG, on=CATALOG)
 @operation("catalog", "DROP", "catalog")
 def drop_catalog(metalake: str, catalog: str) -> Any:
-    return dto.ok(dropped=dispatchers().catalogs.drop(metalake, catalog, force=flag("force"), user=user()))
+    return dto.ok(dropped=dispatchers().catalogs.drop(metalake, catalog, force=drop_flag("force"), user=user()))
 
 
 @blueprint.post("/<catalog>/testConnection")
@@ -107,5 +107,5 @@ def test_connection(metalake: str, catalog: str) -> Any:
         dispatchers().catalogs.test_connection(metalake, catalog, changes)
     except GravitinoError as exc:
         note_refusal(exc)
-        return {"code": exc.code, "type": exc.type_name, "message": exc.message, "stack": None}
+        return error_body(exc)
     return dto.ok()

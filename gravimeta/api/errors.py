@@ -1,4 +1,4 @@
-"""One place that turns every failure into Gravitino's error body {code, type, message, stack}.
+"""One place that turns every failure into Gravitino's error body {code, type, message}.
 
 Views name the operation they perform with @operation(...); the handler then words the message the
 way the Java server does: "Failed to operate table(s) [t] operation [LOAD] under schema [s], reason [...]".
@@ -33,6 +33,11 @@ _KINDS = {
 # kinds whose messages Gravitino words differently (its OwnerExceptionHandler, UserExceptionHandler, ...)
 _TEMPLATES = {
     "owner": "Failed to execute{name} owner operation [{op}] under metalake [{metalake}], reason [{reason}]",
+    "role": "Failed to operate role{name} operation [{op}] under metalake [{metalake}], reason [{reason}]",
+    "user permission": "Failed to operate role(s){name} operation [{op}] under user [{user_name}], reason [{reason}]",
+    "group permission": "Failed to operate role(s){name} operation [{op}] under group [{group_name}], "
+                        "reason [{reason}]",
+    "role permission": "Failed to operate object({full_name}) operation [{op}] under role [{role}], reason [{reason}]",
     "user": "Failed to operate user{name} operation [{op}] under metalake [{metalake}], reason [{reason}]",
     "group": "Failed to operate group{name} operation [{op}] under metalake [{metalake}], reason [{reason}]",
 }
@@ -84,7 +89,8 @@ def _message(reason: str) -> str:
     kind, op, name, kwargs = context
     if kind in _TEMPLATES:
         named = f" [{_NAME_PREFIXES.get(kind, '')}{name}]" if name else ""
-        return _TEMPLATES[kind].format(name=named, op=op, metalake=kwargs.get("metalake"), reason=reason)
+        return _TEMPLATES[kind].format(**{**kwargs, "name": named, "op": op, "metalake": kwargs.get("metalake"),
+                                          "reason": reason})
     if kind in _PHRASES:
         subject, phrase = _PHRASES[kind]
         named = f" [{name}]" if name else ""
@@ -98,7 +104,10 @@ def _message(reason: str) -> str:
 
 
 def error_body(exc: errors.GravitinoError, message: str | None = None) -> dict[str, Any]:
-    return {"code": exc.code, "type": exc.type_name, "message": message or exc.message, "stack": None}
+    """Gravitino's ErrorResponse. Its `stack` (a list of strings) is left out, as Gravitino's JSON
+    mapper leaves out every null field: gravimeta sends no stack traces, and a client generated from
+    Gravitino's spec refuses `"stack": null`."""
+    return {"code": exc.code, "type": exc.type_name, "message": message or exc.message}
 
 
 def register_error_handlers(app: Flask) -> None:

@@ -11,7 +11,7 @@ from gravimeta.access.facts import METALAKE
 from gravimeta.api import dto, payloads
 from gravimeta.api.door import needs, visible
 from gravimeta.api.errors import operation
-from gravimeta.api.requests import dispatchers, flag, json_body, user
+from gravimeta.api.requests import dispatchers, drop_flag, json_body, user
 from gravimeta.entities import Metalake
 
 blueprint = Blueprint("metalakes", __name__, url_prefix="/api/metalakes")
@@ -63,4 +63,4 @@ def set_metalake_in_use(metalake: str) -> Any:
 @needs(rules.METALAKE_OWNER, on=METALAKE)
 @operation("metalake", "DROP", "metalake")
 def drop_metalake(metalake: str) -> Any:
-    return dto.ok(dropped=dispatchers().metalakes.drop(metalake, force=flag("force"), user=user()))
+    return dto.ok(dropped=dispatchers().metalakes.drop(metalake, force=drop_flag("force"), user=user()))

@@ -4,7 +4,7 @@
 Every route in the app's url_map appears here with its methods (CLOSE /, which OpenAPI cannot name, is
 the `x-close` operation of path `/`); a route without an entry in OPERATIONS is still listed, marked
 `x-undocumented`, and tests/hardening/test_openapi.py fails on it. Every non-2xx response is the Gravitino
-error body {code, type, message, stack}. The limits (payloads.validate_name, api/limits.py) and the
+error body {code, type, message, and an optional stack}. The limits (payloads.validate_name, api/limits.py) and the
 configured authentication are part of the document, which is built once per app.
 """
 
@@ -46,7 +46,7 @@ class ErrorResponse(_Out):
     code = fields.Integer(required=True, metadata={"description": "Gravitino error code (1001 ... 1100)"})
     type = fields.String(required=True, metadata={"description": "the Java exception's simple name"})
     message = fields.String(required=True)
-    stack = fields.List(fields.String(), allow_none=True)
+    stack = fields.List(fields.String(), metadata={"description": "never sent by gravimeta"})
 
 
 class BaseResponse(_Out):
@@ -58,7 +58,7 @@ class TestConnectionResponse(BaseResponse):
 
     type = fields.String()
     message = fields.String()
-    stack = fields.List(fields.String(), allow_none=True)
+    stack = fields.List(fields.String(), metadata={"description": "never sent by gravimeta"})
 
 
 class Audit(_Out):

@@ -15,7 +15,7 @@ from gravimeta.access.facts import TABLE
 from gravimeta.api import dto, limits
 from gravimeta.api.door import needs
 from gravimeta.api.errors import operation
-from gravimeta.api.requests import flag, json_body, user
+from gravimeta.api.requests import drop_flag, flag, json_body, user
 from gravimeta.dispatch.partitions import PartitionDispatcher
 
 blueprint = Blueprint(
@@ -71,5 +71,5 @@ def get_partition(metalake: str, catalog: str, schema: str, table: str, partitio
 @needs(rules.MODIFY_TABLE, on=TABLE)
 @operation("partition", "DROP", parent_arg="table")
 def drop_partition(metalake: str, catalog: str, schema: str, table: str, partition: str) -> Any:
-    purge = flag("purge")
+    purge = drop_flag("purge")
     return dto.ok(dropped=dispatcher().drop(metalake, catalog, schema, table, partition, purge))

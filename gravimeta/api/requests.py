@@ -38,10 +38,23 @@ def _reject_constant(name: str) -> Any:
 
 
 def flag(name: str, default: bool = False) -> bool:
-    """A boolean query parameter; the Python client sends True/False, others true/false."""
+    """A boolean query parameter that only shapes an answer (`details`, `fromInclusive`), read as
+    Gravitino's JAX-RS `boolean` parameters are: `true` in any case is true, any other value false
+    (`?details=yes` lists names only); absent or empty, the default. The Python client sends
+    True/False, others true/false."""
     raw = request.args.get(name)
     if raw is None or raw == "":
         return default
+    return raw.lower() == "true"
+
+
+def drop_flag(name: str) -> bool:
+    """`force`, `cascade`, `purge`: true or false in any case, else a 400. Gravitino reads any other
+    value as false; gravimeta refuses it, because each value picks another drop (`?purge=yes` would
+    drop the table without purging it, `?cascade=sure` an empty schema): nothing is dropped on a typo."""
+    raw = request.args.get(name)
+    if raw is None or raw == "":
+        return False
     lowered = raw.lower()
     if lowered in ("true", "false"):
         return lowered == "true"

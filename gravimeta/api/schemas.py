@@ -11,7 +11,7 @@ from gravimeta.access.facts import CATALOG, SCHEMA
 from gravimeta.api import dto, payloads
 from gravimeta.api.door import needs, visible
 from gravimeta.api.errors import operation
-from gravimeta.api.requests import dispatchers, flag, json_body, user
+from gravimeta.api.requests import dispatchers, drop_flag, json_body, user
 from gravimeta.entities import Schema
 
 blueprint = Blueprint("schemas", __name__, url_prefix="/api/metalakes/<metalake>/catalogs/<catalog>/schemas")
@@ -55,5 +55,5 @@ def alter_schema(metalake: str, catalog: str, schema: str) -> Any:
 @needs(rules.ALTER_SCHEMA, on=SCHEMA)
 @operation("schema", "DROP", "schema")
 def drop_schema(metalake: str, catalog: str, schema: str) -> Any:
-    dropped = dispatchers().schemas.drop(metalake, catalog, schema, cascade=flag("cascade"), user=user())
+    dropped = dispatchers().schemas.drop(metalake, catalog, schema, cascade=drop_flag("cascade"), user=user())
     return dto.ok(dropped=dropped)

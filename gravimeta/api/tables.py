@@ -11,7 +11,7 @@ from gravimeta.access.facts import SCHEMA, TABLE
 from gravimeta.api import dto, payloads
 from gravimeta.api.door import needs, visible
 from gravimeta.api.errors import operation
-from gravimeta.api.requests import dispatchers, flag, json_body, user
+from gravimeta.api.requests import dispatchers, drop_flag, json_body, user
 from gravimeta.entities import Column, Table
 
 blueprint = Blueprint(
@@ -79,5 +79,5 @@ def alter_table(metalake: str, catalog: str, schema: str, table: str) -> Any:
 @needs(rules.DROP_TABLE, on=TABLE)
 @operation("table", "DROP", "table")
 def drop_table(metalake: str, catalog: str, schema: str, table: str) -> Any:
-    purge = flag("purge")
+    purge = drop_flag("purge")
     return dto.ok(dropped=dispatchers().tables.drop(metalake, catalog, schema, table, purge=purge, user=user()))

@@ -247,15 +247,14 @@ def _send_quietly(sock: socket.socket, data: bytes) -> None:
 
 
 def _simple(status: int, reason: str, message: str) -> bytes:
-    return _response(status, reason, {"code": 1001, "type": "IllegalArgumentException", "message": message,
-                                      "stack": None})
+    return _response(status, reason, {"code": 1001, "type": "IllegalArgumentException", "message": message})
 
 
 def _error_413(limit: int) -> bytes:
     # the same body the app's own 413 handler gives (gravimeta/api/errors.py)
     return _response(413, "Request Entity Too Large", {
         "code": 1001, "type": "IllegalArgumentException",
-        "message": f"The request body is larger than the limit of {limit} bytes", "stack": None})
+        "message": f"The request body is larger than the limit of {limit} bytes"})
 
 
 def _response(status: int, reason: str, body: dict[str, Any]) -> bytes:

@@ -117,10 +117,6 @@ def test_list_catalogs_with_details_false_returns_identifiers(api, catalog, deta
     assert body["identifiers"] == [{"namespace": [catalog.levels[0]], "name": catalog.name}]
 
 
-def test_list_catalogs_with_garbage_details_value_is_400(api, metalake):
-    bad_request(api.get(f"{metalake.children()}?details=maybe"), in_message="details")
-
-
 def test_list_catalogs_of_missing_metalake_is_404(api):
     error(api.get(f"/api/metalakes/{fresh('ghost')}/catalogs"), 404, 1003, "NoSuchMetalakeException")
 

@@ -103,7 +103,7 @@ def test_the_api_renders_outcome_unknown_as_a_502_gravitino_body_naming_the_oper
     body = response.get_json()
     assert response.status_code == 502 and "Retry-After" not in response.headers
     assert body == {"code": 1007, "type": "ConnectionFailedException",
-                    "message": "the outcome of operation " + "f" * 32 + " is unknown", "stack": None}
+                    "message": "the outcome of operation " + "f" * 32 + " is unknown"}
 
 
 def test_a_check_on_sqlite_is_off():
