@@ -18,6 +18,8 @@ carries its identity in its comment, so a name can always be mapped back to the 
   new one), slows the hive stub down or holds its calls beyond the hive catalog's client timeout, cuts
   the last replica's database connection at a COMMIT (tests/support/tcp_proxy.py), and arms a random
   failpoint (gravimeta/failpoints.py: sleep, pause, fail, raise ScopeBusy, exit) in one replica or all.
+- Every worker runs the background journal repair every BACKGROUND_REPAIR_MS (its passes claim scopes
+  and judge intents while the workload and the nemesis run).
 - An outsider creates tables and schemas directly in the sqlite and hive engines and GETs them (import);
   the workload drops such objects through gravimeta and drops and re-creates sqlite schemas.
 
@@ -91,6 +93,8 @@ COMMIT_CUTS = (b"INSERT INTO gm_table", b"DELETE FROM gm_table", b"UPDATE gm_tab
 #: the hive catalog's client timeout; the nemesis's hive latency and hangs go beyond it
 HIVE_TIMEOUT_MS = 1000
 SLOW_S = 3.0
+#: the background repair's interval (gravimeta.journal.repair-interval-ms): short, so passes meet the nemesis
+BACKGROUND_REPAIR_MS = 2000
 #: failpoints the nemesis fires, and what it makes them do
 NEMESIS_POINTS = ("claim.before_grant", "claim.after_grant", "renew.before_commit", "guard.after_lock",
                   "advisory.before_lock", "advisory.after_lock", "store.before_commit", "engine.before_call",
@@ -240,7 +244,9 @@ class World:
         assert self.fp is not None
         return {"GRAVIMETA_DISTRIBUTED_LOCK": "true", "GRAVIMETA_DISTRIBUTED_LOCK_BACKEND": self.cfg.lock,
                 "GRAVIMETA_LEASE_TTL_MS": str(self.cfg.ttl_ms), "GRAVIMETA_NODE_ID": name,
-                "GRAVIMETA_SQLITE_CATALOG_ROOT": str(self.sqlite_root), **self.fp.env(name)}
+                "GRAVIMETA_SQLITE_CATALOG_ROOT": str(self.sqlite_root),
+                # the background repair runs during the workload and the nemesis, not only at the end
+                "GRAVIMETA_JOURNAL_REPAIR_INTERVAL_MS": str(BACKGROUND_REPAIR_MS), **self.fp.env(name)}
 
     def record(self, kind: str, seconds: float, status: int | None) -> None:
         with self._lat_lock:
