@@ -1,7 +1,9 @@
 """Prometheus metrics of the HTTP requests a worker answers: a counter by method, endpoint and status,
 and a latency histogram by method and endpoint. Labels use the Flask endpoint name (`tables.load`),
 never the path, so that names in URLs cannot grow the label set; a request that matches no route is
-`unmatched`."""
+`unmatched`. Every label is bounded: HTTP methods outside the standard set (anyone can send `FOO /x`)
+count as `other`, and status codes are the ones the app answers. An unbounded label would grow every
+worker's multiprocess sample file and each scrape with every new value, without limit."""
 
 from __future__ import annotations
 
@@ -19,6 +21,18 @@ request_seconds = Histogram(
 )
 
 
+#: the methods that keep their own label value; any other counts as `other`
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+def method_label(method: str) -> str:
+    return method if method in KNOWN_METHODS else "other"
+
+
+def status_label(status: int) -> str:
+    return str(status) if 100 <= status <= 599 else "other"
+
+
 def register_request_metrics(app: Flask) -> None:
     @app.before_request
     def _start_clock() -> None:
@@ -27,8 +41,9 @@ def register_request_metrics(app: Flask) -> None:
     @app.after_request
     def _count(response: Response) -> Response:
         endpoint = request.endpoint or "unmatched"
-        requests_total.labels(request.method, endpoint, str(response.status_code)).inc()
+        method = method_label(request.method)
+        requests_total.labels(method, endpoint, status_label(response.status_code)).inc()
         started = g.get("metrics_started")
         if started is not None:
-            request_seconds.labels(request.method, endpoint).observe(time.perf_counter() - started)
+            request_seconds.labels(method, endpoint).observe(time.perf_counter() - started)
         return response
