@@ -375,19 +375,27 @@ def _uri(path: Path, create: bool) -> str:
     return f"{path.as_uri()}?mode={'rwc' if create else 'rw'}"
 
 
+#: SQLite's primary result codes that mean the file cannot be used as a database: BUSY, LOCKED, READONLY,
+#: IOERR, CORRUPT, FULL, CANTOPEN, NOTADB
+_UNUSABLE_CODES = frozenset({5, 6, 8, 10, 11, 13, 14, 26})
+
+
 @contextmanager
 def _translated(label: str, path: Path) -> Iterator[None]:
-    """SQLite errors that mean the catalog file is unusable become ConnectionFailed. Messages name the
-    file by its `path` property (`label`); the absolute path goes to the server log only."""
+    """SQLite errors that mean the catalog file (or a schema file in its directory) is unusable - locked,
+    unreadable, damaged or not a database - become ConnectionFailed (502): the engine is broken, not the
+    request. Messages name the file by its `path` property (`label`); the absolute path goes to the log."""
     try:
         yield
-    except sqlite3.OperationalError as exc:
-        text = str(exc).lower()
-        if any(k in text for k in ("locked", "busy", "unable to open", "readonly", "disk i/o", "not a database")):
-            raise errors.ConnectionFailed(f"SQLite catalog file {label} is not usable: {exc}", detail=str(path)) from exc
-        raise
     except sqlite3.DatabaseError as exc:
-        if "not a database" in str(exc).lower():
-            raise errors.ConnectionFailed(f"SQLite catalog file {label} is not a database: {exc}",
+        if isinstance(exc, sqlite3.IntegrityError | sqlite3.ProgrammingError):
+            raise
+        code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+        text = str(exc).lower()
+        if code in _UNUSABLE_CODES or any(k in text for k in (
+                "locked", "busy", "unable to open", "readonly", "disk i/o", "not a database", "malformed")):
+            damaged = code in (11, 26) or "not a database" in text or "malformed" in text
+            what = "is damaged or not a database" if damaged else "is not usable"
+            raise errors.ConnectionFailed(f"SQLite catalog file {label} (or one of its schema files) {what}: {exc}",
                                           detail=str(path)) from exc
         raise

@@ -22,6 +22,13 @@ log = logging.getLogger(__name__)
 
 ROOT_ENV = "GRAVIMETA_SQLITE_CATALOG_ROOT"
 
+#: the longest file name (bytes) a component may have: NAME_MAX of Linux, macOS and the BSDs' file systems
+NAME_MAX = 255
+#: the longest whole path (bytes) the catalog file may have: PATH_MAX of Linux
+PATH_MAX = 4096
+#: the longest suffix gravimeta appends to a catalog file's name (its schema directory, SQLite's journal)
+_LONGEST_SUFFIX = max(".schemas", "-journal", "-wal", "-shm", key=len)
+
 
 def catalog_root() -> Path:
     """The directory every sqlite catalog lives under; read at call time, never at import."""
@@ -42,12 +49,34 @@ def resolve_catalog_path(raw: str, root: Path | None = None) -> Path:
     parts = PurePosixPath(raw.replace("\\", "/")).parts
     if ".." in parts:
         raise errors.IllegalArgument(f"Catalog property 'path' must not contain '..': {raw!r}")
-    base = (root or catalog_root()).resolve()
-    target = (base / Path(*parts)).resolve()
-    for path in (target, target.with_name(target.name + ".schemas").resolve()):
+    _check_lengths(raw, parts)
+    try:
+        base = (root or catalog_root()).resolve()
+        target = (base / Path(*parts)).resolve()
+        schemas = target.with_name(target.name + ".schemas").resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Path.resolve before Python 3.13)
+        raise errors.IllegalArgument(f"Catalog property 'path' {raw!r} cannot be resolved: {exc.__class__.__name__}") from None
+    if len(os.fsencode(str(schemas))) > PATH_MAX:
+        raise errors.IllegalArgument(f"Catalog property 'path' is too long: its files' paths would exceed {PATH_MAX} bytes")
+    for path in (target, schemas):
         if path == base or not path.is_relative_to(base):
             raise errors.IllegalArgument(f"Catalog property 'path' {raw!r} resolves outside the catalog root")
     return target
+
+
+def _check_lengths(raw: str, parts: tuple[str, ...]) -> None:
+    """Refuse a component the file system cannot hold (ENAMETOOLONG would surface on first use), counting
+    the suffix gravimeta appends to the file's name, in bytes as the file system counts them."""
+    for index, part in enumerate(parts):
+        suffix = _LONGEST_SUFFIX if index == len(parts) - 1 else ""
+        size = len((part + suffix).encode("utf-8", "surrogatepass"))
+        if size > NAME_MAX:
+            raise errors.IllegalArgument(
+                f"Catalog property 'path' has a component that is too long ({size} bytes with gravimeta's suffix "
+                f"{suffix!r}; the limit is {NAME_MAX}): {part[:40]!r}..." if suffix else
+                f"Catalog property 'path' has a component that is too long ({size} bytes; the limit is {NAME_MAX}): "
+                f"{part[:40]!r}..."
+            )
 
 
 def schema_file_name(schema: str) -> str:
