@@ -122,7 +122,9 @@ def _serve(settings, bind, workers, threads, timeout, migrate) -> None:  # type:
     GunicornServer(settings, options).run()
 
 
-_RUN_DIR_HELP = "a `gravimeta cluster` run directory: without --store-url, use that cluster's store."
+_DEFAULT_RUN_DIR = "var/cluster"
+_RUN_DIR_HELP = ("a `gravimeta cluster` run directory (default var/cluster): without --store-url, use that "
+                 "cluster's store; a directory named here that holds no cluster is an error.")
 
 
 def _engine(url: str):  # type: ignore[no-untyped-def]
@@ -135,14 +137,15 @@ def _engine(url: str):  # type: ignore[no-untyped-def]
         raise click.ClickException(str(exc)) from None
 
 
-def _existing_store(settings, run_dir: str):  # type: ignore[no-untyped-def]
-    """The store an operator command means, which must exist and be migrated (store_target)."""
+def _existing_store(settings, run_dir: str | None):  # type: ignore[no-untyped-def]
+    """The store an operator command means, which must exist and be migrated (store_target). `run_dir`
+    None: not given, the default cluster directory if it holds a cluster, else the default store."""
     from pathlib import Path
 
     from gravimeta.store_target import StoreTargetError, open_existing, resolve
 
-    target = resolve(settings, Path(run_dir))
     try:
+        target = resolve(settings, Path(run_dir or _DEFAULT_RUN_DIR), run_dir_given=run_dir is not None)
         return target, open_existing(target)
     except StoreTargetError as exc:
         raise click.ClickException(str(exc)) from None
@@ -150,10 +153,9 @@ def _existing_store(settings, run_dir: str):  # type: ignore[no-untyped-def]
 
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table.")
-@click.option("--run-dir", default="var/cluster", show_default=True, type=click.Path(file_okay=False),
-              help=_RUN_DIR_HELP)
+@click.option("--run-dir", type=click.Path(file_okay=False), help=_RUN_DIR_HELP)
 @click.pass_obj
-def locks(settings, as_json: bool, run_dir: str) -> None:  # type: ignore[no-untyped-def]
+def locks(settings, as_json: bool, run_dir: str | None) -> None:  # type: ignore[no-untyped-def]
     """List the cross-node claims and the registered replicas in the shared database."""
     import json
 
@@ -226,11 +228,10 @@ def db_current(settings) -> None:  # type: ignore[no-untyped-def]
                    "not (the intent ends); docs/operations.md, 'Stuck intents'.")
 @click.option("--discard", "discard_id", type=int, metavar="ID",
               help="end one intent without touching the store or the engine.")
-@click.option("--run-dir", default="var/cluster", show_default=True, type=click.Path(file_okay=False),
-              help=_RUN_DIR_HELP)
+@click.option("--run-dir", type=click.Path(file_okay=False), help=_RUN_DIR_HELP)
 @click.pass_obj
 def repair(settings, settle_seconds: float | None, list_only: bool, resolution: tuple[int, str] | None,  # type: ignore[no-untyped-def]
-           discard_id: int | None, run_dir: str) -> None:
+           discard_id: int | None, run_dir: str | None) -> None:
     """Finish or undo connector operations left open in the operation journal (docs/consistency.md §4).
 
     Finds the store like `gravimeta locks` (--store-url, else the cluster in --run-dir, else ./var), reads

@@ -27,6 +27,9 @@ from typing import Any
 
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import InterfaceError, OperationalError
+
+from gravimeta.store_target import store_unreachable
 
 DEFAULT_PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/gravimeta_cluster"
 #: what `start`, `status` and HAProxy call healthy: ready to serve (gravimeta/health.py)
@@ -75,12 +78,15 @@ class ClusterState:
 
 
 def ensure_database(url: str) -> None:
-    """Create the database named in a PostgreSQL/MySQL URL if it does not exist (SQLite: nothing)."""
+    """Create the database named in a PostgreSQL/MySQL URL if it does not exist (SQLite: nothing).
+    The check and the CREATE run on a database that always exists (`postgres`, `information_schema`):
+    URL.set(database=None) keeps the database, so the MariaDB case used to connect to the very database
+    it was about to create and failed with "Unknown database"."""
     parsed = make_url(url)
     backend = parsed.get_backend_name()
     if backend == "sqlite" or not parsed.database:
         return
-    admin_db = "postgres" if backend == "postgresql" else None
+    admin_db = "postgres" if backend == "postgresql" else "information_schema"
     admin = create_engine(parsed.set(database=admin_db), isolation_level="AUTOCOMMIT")
     try:
         with admin.connect() as conn:
@@ -197,8 +203,13 @@ def start(run_dir: Path, store_url: str | None, replicas: int, lock: bool, backe
     if busy:
         raise ClusterError(f"port(s) {busy} on 127.0.0.1 are in use; choose another --port")
     url = store_url or DEFAULT_PG_URL
-    ensure_database(url)
-    say(f"migrations: {make_url(url).render_as_string(hide_password=True)} at revision {migrate(url)}")
+    shown = make_url(url).render_as_string(hide_password=True)
+    try:
+        ensure_database(url)
+        revision = migrate(url)
+    except (OperationalError, InterfaceError) as exc:  # the server refuses, is away, or denies CREATE
+        raise ClusterError(f"cannot create or migrate the store {shown}: {store_unreachable(exc)}") from None
+    say(f"migrations: {shown} at revision {revision}")
     state = ClusterState(url, lock, backend, workers, str((run_dir / "sqlite-catalogs").resolve()))
     Path(state.sqlite_root).mkdir(exist_ok=True)
     env = {**os.environ, "GRAVIMETA_DISTRIBUTED_LOCK": "true" if lock else "false",

@@ -6,7 +6,8 @@ a cluster holds dozens, and a store opened by mistake must not be created or mig
 
 - the store is, in order: --store-url (or GRAVIMETA_STORE_URL / the properties file), else the store of
   the `gravimeta cluster` whose state is in --run-dir (as `cluster status` and `demo race` find it),
-  else the embedded default ./var/gravimeta.db;
+  else the embedded default ./var/gravimeta.db; a --run-dir the operator names that holds no cluster's
+  state is refused (it was stopped, or is another directory), never replaced by the default;
 - a SQLite file that does not exist is refused before anything opens it (opening would create it);
   a server database that does not exist, or does not answer, is refused with the driver's reason;
   a database not at this code's schema revision is refused (SchemaVersionMismatch);
@@ -49,8 +50,11 @@ class StoreTarget:
         return make_url(self.url).render_as_string(hide_password=True)
 
 
-def resolve(settings: Settings, run_dir: Path) -> StoreTarget:
-    """The store an operator command means (module docstring)."""
+def resolve(settings: Settings, run_dir: Path, run_dir_given: bool = False) -> StoreTarget:
+    """The store an operator command means (module docstring). `run_dir_given`: the operator named the
+    run directory (--run-dir); one without a cluster's state is then an error, not a reason to fall back
+    to ./var (after `cluster stop` that fallback reported the empty default store as if it were the
+    cluster's)."""
     if settings.store_url:
         return StoreTarget(settings.store_url, "--store-url")
     from gravimeta.cluster import ClusterState
@@ -58,6 +62,9 @@ def resolve(settings: Settings, run_dir: Path) -> StoreTarget:
     state = ClusterState.load(run_dir)
     if state is not None:
         return StoreTarget(state.store_url, f"cluster {run_dir}", state.sqlite_root, (state.lock, state.backend))
+    if run_dir_given:
+        raise StoreTargetError(f"no cluster in {run_dir} (no state.json: it was stopped or never started there); "
+                               "give --store-url to name its store")
     return StoreTarget(f"sqlite:///{DEFAULT_DATA_DIR / 'gravimeta.db'}", "default")
 
 

@@ -9,15 +9,22 @@ import shutil
 import subprocess
 import sys
 import urllib.request
+import uuid
+from pathlib import Path
 
 import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
 
 from gravimeta.cluster import ClusterState, _alive, _port_free
+from tests.conftest import require_backend
+from tests.support.databases import MYSQL_ADMIN_URL
 
 
-def gravimeta(*args: str, env: dict[str, str] | None = None, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+def gravimeta(*args: str, env: dict[str, str] | None = None, timeout: float = 90,
+              cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "gravimeta", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+                          timeout=timeout, env={**os.environ, **(env or {})}, cwd=cwd)
 
 
 def free_block(size: int) -> int:
@@ -63,3 +70,35 @@ def test_cluster_start_without_haproxy_says_how_to_install_it(tmp_path):
     assert result.returncode == 1
     assert "apt-get install -y haproxy" in result.stderr
     assert ClusterState.load(tmp_path / "c") is None
+
+
+def test_cluster_start_creates_a_missing_mariadb_database_and_locks_after_stop_names_the_empty_run_dir(tmp_path):
+    """The help says `start` creates the database: on MariaDB it connected to the database it was about to
+    create ("Unknown database", a traceback). After `stop`, `locks --run-dir` fell back to ./var silently."""
+    require_backend("mysql")
+    name = f"gm_test_{uuid.uuid4().hex[:12]}"
+    store = make_url(MYSQL_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+    run_dir, port = tmp_path / "cluster", free_block(2)
+    admin = create_engine(MYSQL_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    try:
+        started = gravimeta("--store-url", store, "cluster", "start", "--replicas", "1", "--no-haproxy", "--workers",
+                            "1", "--port", str(port), "--run-dir", str(run_dir))
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert "Traceback" not in started.stderr
+        with admin.connect() as conn:
+            assert conn.scalar(text("SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name = :n"),
+                               {"n": name}) == 1
+        listed = gravimeta("locks", "--run-dir", str(run_dir), cwd=tmp_path)
+        assert listed.returncode == 0 and f"(cluster {run_dir})" in listed.stdout, listed.stdout + listed.stderr
+    finally:
+        gravimeta("cluster", "stop", "--run-dir", str(run_dir))
+    try:
+        for command in (["locks"], ["repair", "--list"]):
+            after = gravimeta(*command, "--run-dir", str(run_dir), cwd=tmp_path)
+            assert after.returncode == 1, after.stdout
+            assert f"no cluster in {run_dir}" in after.stderr and "Traceback" not in after.stderr, after.stderr
+        assert not (tmp_path / "var").exists()
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f"DROP DATABASE IF EXISTS `{name}`"))
+        admin.dispose()
