@@ -28,9 +28,10 @@ from connectors.base import (
     Connector,
     Fence,
 )
+from connectors.hive_replies import NotJson, Reply, describe
 from connectors.properties import CatalogProperties, PropertyEntry, java_boolean, java_int, java_long
 from gravimeta import errors
-from gravimeta.entities import Column, Schema, Table
+from gravimeta.entities import Schema, Table
 
 DEFAULT_TIMEOUT_MS = 10_000
 
@@ -51,15 +52,6 @@ def table_json(table: Table) -> dict[str, Any]:
         "sortOrders": table.sort_orders,
         "indexes": table.indexes,
     }
-
-
-def table_of(found: dict[str, Any]) -> Table:
-    """A table as the metastore keeps it (table_json's shape) as a gravimeta Table."""
-    columns = [Column(c["name"], c["type"], c.get("comment"), c.get("nullable", True), c.get("autoIncrement", False),
-                      c.get("defaultValue")) for c in found.get("columns", [])]
-    return Table(found["name"], columns, found.get("comment"), dict(found.get("properties") or {}),
-                 list(found.get("partitioning") or []), found.get("distribution"), list(found.get("sortOrders") or []),
-                 list(found.get("indexes") or []))
 
 
 def schema_json(schema: Schema) -> dict[str, Any]:
@@ -121,9 +113,9 @@ class HiveConnector(Connector):
     # ---------------------------------------------------------------- transport
 
     def _call(self, op: str, method: str, path: list[str], body: Any = None, query: str = "",
-              fence: Fence = NO_FENCE) -> tuple[int, Any]:
-        """One HTTP call; returns (status, JSON) for answers below 500 and raises otherwise
-        (StaleFence when the metastore refused the call's fence)."""
+              fence: Fence = NO_FENCE) -> tuple[int, Reply]:
+        """One HTTP call; returns (status, reply) for answers below 500 and raises otherwise (StaleFence
+        when the metastore refused the call's fence, ConnectionFailed for a 5xx: the metastore failed)."""
         url = "/" + "/".join(quote(p, safe="") for p in path) + (f"?{query}" if query else "")
         data = json.dumps(body).encode() if body is not None else None
         headers = {"Content-Type": "application/json", **fence.headers()}
@@ -151,13 +143,12 @@ class HiveConnector(Connector):
                 ) from exc
             finally:
                 conn.close()
-            payload = _decode(raw)
-            if isinstance(payload, dict) and payload.get("error") == "StaleFence":
-                raise errors.StaleFence(f"Hive metastore at {where} refused {op}: {payload.get('message', '')}")
-            if status >= 500:
-                message = payload.get("message", "") if isinstance(payload, dict) else ""
-                raise errors.GravitinoError(f"Hive metastore at {where} failed {op} with HTTP {status}: {message}")
-            return status, payload
+            reply = Reply(where, op, _decode(raw))
+            if status == 409 and _error_name(reply) == "StaleFence":
+                raise errors.StaleFence(f"Hive metastore at {where} refused {op}: {_message(reply)}")
+            if status >= 500 or status < 200:
+                raise errors.ConnectionFailed(f"Hive metastore at {where} failed {op} with HTTP {status}: {_message(reply)}")
+            return status, reply
         raise errors.EngineUnreachable(f"Cannot connect to the Hive metastore ({'; '.join(refused)})")
 
     def test_connection(self) -> None:
@@ -166,8 +157,9 @@ class HiveConnector(Connector):
             raise errors.ConnectionFailed(f"Hive metastore health check answered HTTP {status}")
 
     def fence_barrier(self, fence: Fence) -> None:
-        status, payload = self._call("fence", "POST", ["fences"], fence=fence)
-        _expect(status, payload, "fence")
+        status, reply = self._call("fence", "POST", ["fences"], fence=fence)
+        _expect(status, reply)
+        reply.obj()
 
     def call_window_s(self) -> float:
         """A call makes at most three requests, each within the client timeout."""
@@ -177,76 +169,83 @@ class HiveConnector(Connector):
 
     def create_schema(self, schema: Schema, *, fence: Fence = NO_FENCE) -> None:
         wanted = schema_json(schema)
-        status, payload = self._call("create schema", "POST", ["databases"], wanted, fence=fence)
+        status, reply = self._call("create schema", "POST", ["databases"], wanted, fence=fence)
         if status == 409:
-            existing = self._get("get schema", ["databases", schema.name], fence)
-            tables = self._get("list tables", ["databases", schema.name, "tables"], fence)["tables"] if existing == wanted else ["?"]
+            existing = schema_json(self._get("get schema", ["databases", schema.name], fence).schema(schema.name))
+            tables = self._get("list tables", ["databases", schema.name, "tables"], fence).names("tables") \
+                if existing == wanted else ["?"]
             if existing != wanted or tables:
                 raise errors.SchemaAlreadyExists(f"Schema {schema.name} already exists in the Hive metastore")
             return
-        _expect(status, payload, "create schema")
+        _expect(status, reply)
+        reply.named(schema.name, "schema")
 
     def drop_schema(self, name: str, cascade: bool, *, fence: Fence = NO_FENCE) -> bool:
-        status, payload = self._call(
+        status, reply = self._call(
             "drop schema", "DELETE", ["databases", name], query=f"cascade={'true' if cascade else 'false'}", fence=fence
         )
-        if status == 404:
+        if status == 404 and _error_name(reply) == "NoSuchDatabase":
             return False
-        if status == 409:
-            raise errors.NonEmptySchema(f"Schema {name} is not empty in the Hive metastore: {payload.get('message')}")
-        _expect(status, payload, "drop schema")
+        if status == 409 and _error_name(reply) == "DatabaseNotEmpty":
+            raise errors.NonEmptySchema(f"Schema {name} is not empty in the Hive metastore: {_message(reply)}")
+        _expect(status, reply)
+        reply.dropped()
         return True
 
     def list_schemas(self) -> list[str]:
-        return list(self._get("list schemas", ["databases"])["databases"])
+        return self._get("list schemas", ["databases"]).names("databases")
 
     def load_schema(self, name: str) -> Schema:
-        found = self._get("get schema", ["databases", name])
-        return Schema(found["name"], found.get("comment"), dict(found.get("properties") or {}))
+        return self._get("get schema", ["databases", name]).schema(name)
 
     # ---------------------------------------------------------------- tables
 
     def list_tables(self, schema: str) -> list[str]:
-        return list(self._get("list tables", ["databases", schema, "tables"])["tables"])
+        return self._get("list tables", ["databases", schema, "tables"]).names("tables")
 
     def load_table(self, schema: str, name: str) -> Table:
-        return table_of(self._get("get table", ["databases", schema, "tables", name]))
+        return self._get("get table", ["databases", schema, "tables", name]).table(name)
 
     def create_table(self, schema: str, table: Table, *, fence: Fence = NO_FENCE) -> None:
         wanted = table_json(table)
-        status, payload = self._call("create table", "POST", ["databases", schema, "tables"], wanted, fence=fence)
-        if status == 409:
-            if self._get("get table", ["databases", schema, "tables", table.name], fence) != wanted:
+        status, reply = self._call("create table", "POST", ["databases", schema, "tables"], wanted, fence=fence)
+        if status == 409 and _error_name(reply) == "TableAlreadyExists":
+            existing = self._get("get table", ["databases", schema, "tables", table.name], fence)
+            if table_json(existing.table(table.name)) != wanted:
                 raise errors.TableAlreadyExists(f"Table {schema}.{table.name} already exists in the Hive metastore")
             return
-        _expect(status, payload, "create table")
+        _expect(status, reply)
+        reply.named(table.name, "table")
 
     def alter_table(self, schema: str, before: Table, after: Table, *, fence: Fence = NO_FENCE) -> None:
-        status, payload = self._call(
+        status, reply = self._call(
             "alter table", "PUT", ["databases", schema, "tables", after.name], table_json(after), fence=fence
         )
-        _expect(status, payload, "alter table")
+        _expect(status, reply)
+        reply.named(after.name, "table")
 
     def rename_table(self, schema: str, name: str, new_schema: str, new_name: str, *,
                      fence: Fence = NO_FENCE) -> None:
-        status, payload = self._call(
+        status, reply = self._call(
             "rename table", "POST", ["databases", schema, "tables", name, "rename"],
             {"database": new_schema, "name": new_name}, fence=fence,
         )
-        if status == 404 and payload.get("error") == "NoSuchTable":
+        if status == 404 and _error_name(reply) == "NoSuchTable":
             # already renamed by an earlier attempt whose answer was lost?
             probe, _ = self._call("get table", "GET", ["databases", new_schema, "tables", new_name], fence=fence)
             if probe == 200:
                 return
-        if status == 409:
+        if status == 409 and _error_name(reply) == "TableAlreadyExists":
             raise errors.TableAlreadyExists(f"Table {new_schema}.{new_name} already exists in the Hive metastore")
-        _expect(status, payload, "rename table")
+        _expect(status, reply)
+        reply.named(new_name, "table")
 
     def drop_table(self, schema: str, name: str, *, fence: Fence = NO_FENCE) -> bool:
-        status, payload = self._call("drop table", "DELETE", ["databases", schema, "tables", name], fence=fence)
-        if status == 404:
+        status, reply = self._call("drop table", "DELETE", ["databases", schema, "tables", name], fence=fence)
+        if status == 404 and _error_name(reply) in ("NoSuchTable", "NoSuchDatabase"):
             return False
-        _expect(status, payload, "drop table")
+        _expect(status, reply)
+        reply.dropped()
         return True
 
     def purge_table(self, schema: str, name: str, *, fence: Fence = NO_FENCE) -> bool:
@@ -256,48 +255,62 @@ class HiveConnector(Connector):
     # ---------------------------------------------------------------- partitions
 
     def list_partitions(self, schema: str, table: str) -> list[dict[str, Any]]:
-        return list(self._get("list partitions", ["databases", schema, "tables", table, "partitions"])["partitions"])
+        return self._get("list partitions", ["databases", schema, "tables", table, "partitions"]).partitions()
 
     def get_partition(self, schema: str, table: str, name: str) -> dict[str, Any]:
-        found: dict[str, Any] = self._get("get partition", ["databases", schema, "tables", table, "partitions", name])
-        return found
+        return self._get("get partition", ["databases", schema, "tables", table, "partitions", name]).partition()
 
     def add_partition(self, schema: str, table: str, partition: dict[str, Any], *,
                       fence: Fence = NO_FENCE) -> dict[str, Any]:
         """Not idempotent, as in Gravitino: a retried add whose first attempt landed is
         PartitionAlreadyExists (the partition is in the metastore, which is where partitions live)."""
-        status, payload = self._call("add partition", "POST", ["databases", schema, "tables", table, "partitions"],
-                                     partition, fence=fence)
-        _expect(status, payload, "add partition")
-        added: dict[str, Any] = payload
-        return added
+        status, reply = self._call("add partition", "POST", ["databases", schema, "tables", table, "partitions"],
+                                   partition, fence=fence)
+        _expect(status, reply)
+        return reply.partition()
 
     def drop_partition(self, schema: str, table: str, name: str, purge: bool = False, *,
                        fence: Fence = NO_FENCE) -> bool:
-        status, payload = self._call("drop partition", "DELETE",
-                                     ["databases", schema, "tables", table, "partitions", name], fence=fence)
-        _expect(status, payload, "drop partition")
-        return bool(payload.get("dropped"))
+        status, reply = self._call("drop partition", "DELETE",
+                                   ["databases", schema, "tables", table, "partitions", name], fence=fence)
+        _expect(status, reply)
+        dropped = reply.obj().get("dropped")
+        if not isinstance(dropped, int) or isinstance(dropped, bool) or dropped < 0:
+            raise reply.bad(f"a partition drop must answer {{\"dropped\": <count>}}, not {dropped!r:.80}")
+        return dropped > 0
 
-    def _get(self, op: str, path: list[str], fence: Fence = NO_FENCE) -> Any:
-        status, payload = self._call(op, "GET", path, fence=fence)
-        _expect(status, payload, op)
-        return payload
+    def _get(self, op: str, path: list[str], fence: Fence = NO_FENCE) -> Reply:
+        status, reply = self._call(op, "GET", path, fence=fence)
+        _expect(status, reply)
+        return reply
 
 
 def _decode(raw: bytes) -> Any:
     try:
         return json.loads(raw) if raw else {}
-    except ValueError:
-        return {"message": raw[:200].decode("utf-8", "replace")}
+    except (ValueError, RecursionError):
+        return NotJson(raw)
 
 
-def _expect(status: int, payload: Any, op: str) -> None:
-    """Turn a metastore error answer into the matching gravimeta error."""
-    if 200 <= status < 300:
+def _error_name(reply: Reply) -> str:
+    """The `error` of an error reply ({"error": name, "message": text}), "" for any other shape."""
+    error = reply.payload.get("error") if isinstance(reply.payload, dict) else None
+    return error if isinstance(error, str) else ""
+
+
+def _message(reply: Reply) -> str:
+    """The `message` of an error reply, or a short description of a reply of another shape."""
+    message = reply.payload.get("message") if isinstance(reply.payload, dict) else None
+    return message[:500] if isinstance(message, str) else f"(no message; {describe(reply.payload)})"
+
+
+def _expect(status: int, reply: Reply) -> None:
+    """Turn a metastore error answer into the matching gravimeta error; a status the metastore's protocol
+    does not use, or an error reply of another shape, is a BadReply (502)."""
+    if status in (200, 201):
         return
-    error = payload.get("error", "") if isinstance(payload, dict) else ""
-    message = f"Hive metastore rejected {op}: {payload.get('message', '') if isinstance(payload, dict) else payload}"
+    error = _error_name(reply)
+    message = f"Hive metastore rejected {reply.op}: {_message(reply)}"
     if error == "NoSuchDatabase":
         raise errors.NoSuchSchema(message)
     if error == "NoSuchTable":
@@ -312,6 +325,6 @@ def _expect(status: int, payload: Any, op: str) -> None:
         raise errors.NoSuchPartition(message)
     if error == "PartitionAlreadyExists":
         raise errors.PartitionAlreadyExists(message)
-    if status == 400:
+    if status == 400 and error:
         raise errors.IllegalArgument(message)
-    raise errors.GravitinoError(f"{message} (HTTP {status})")
+    raise reply.bad(f"HTTP {status} {describe(reply.payload) if not error else repr(error)}")
