@@ -36,6 +36,7 @@ from gravimeta.health import Health
 from gravimeta.ownership.authorizer import Authorizer
 from gravimeta.ownership.dispatcher import OwnershipDispatcher
 from gravimeta.ownership.store import OwnershipStore
+from gravimeta.serving import worker_metrics
 from gravimeta.store import EntityStore, server_settings
 from gravimeta.store.database import create_store_engine
 from gravimeta.store.migrations import check_schema
@@ -109,6 +110,7 @@ def create_app(settings: Settings | None = None, **overrides: Any) -> Flask:
     app.config["MAX_CONTENT_LENGTH"] = settings.max_content_length
     app.json.sort_keys = False  # type: ignore[attr-defined]
     services = app.extensions["gravimeta"] = build_services(settings, store_may_be_away=True)
+    worker_metrics.watch_pool(services.store.engine)
     if services.health.schema_verified:  # a store that is away gets the root from the next server start
         publish_engine_roots(services)
     services.background_repair = start_background_repair(services)

@@ -1,5 +1,5 @@
 """Operator endpoints: live cross-node claims, replicas and what is unsafe about them (/api/admin/locks),
-Prometheus /metrics.
+Prometheus text at /metrics and at /prometheus/metrics (the path Gravitino serves it on).
 
 Not part of Gravitino's API. They read the shared database directly, so any replica shows the claims of
 all replicas. With authentication on and service admins configured, only they may use them (@operator,
@@ -19,6 +19,7 @@ from gravimeta.api.dto import ok
 from gravimeta.concurrency.node_registry import list_nodes
 from gravimeta.concurrency.reclaimer import live_claims
 from gravimeta.concurrency.replica_safety import store_warnings
+from gravimeta.serving import worker_metrics
 
 blueprint = Blueprint("admin", __name__)
 
@@ -42,9 +43,12 @@ def locks() -> Any:
 
 
 @blueprint.get("/metrics")
+@blueprint.get("/prometheus/metrics")
 @operator
 def metrics() -> Response:
-    """Prometheus text format; sums over all gunicorn workers when PROMETHEUS_MULTIPROC_DIR is set."""
+    """Prometheus text format; sums over all gunicorn workers when PROMETHEUS_MULTIPROC_DIR is set
+    (per-worker process and pool figures keep a pid label: gravimeta/serving/worker_metrics.py)."""
+    worker_metrics.refresh()
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
