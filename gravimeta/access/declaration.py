@@ -24,8 +24,8 @@ class Declaration:
     `rule` when the request asks for modify privileges (load table `?privileges=MODIFY_TABLE`).
     `each_tag`: the rule must hold for each tag the request body names, as the tag the rule reads
     (tag associations). `public`: no authentication either (version, health, the OpenAPI document).
-    `operator`: gravimeta's operator endpoints (lock inspection, metrics): service admins only, once
-    any are configured, whether authorization is on or off."""
+    `operator`: gravimeta's operator endpoints (lock inspection, metrics): service admins only whenever
+    authorization is on; with it off, once any are configured and callers are authenticated."""
 
     rule: Rule | None
     on: str | None = None

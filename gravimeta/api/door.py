@@ -5,7 +5,9 @@ gravimeta/access/declaration.py). register_door refuses to build an app with a v
 nothing, and installs one before_request check that reads the endpoint's declaration:
 
 1. `public` routes: nothing to check (they are not even authenticated).
-2. `operator` routes (lock inspection, metrics): a service admin, once any is configured.
+2. `operator` routes (lock inspection, metrics): a service admin whenever authorization is on (whatever
+   authenticates callers, even nothing: then everyone is `anonymous` and refused unless listed), and
+   with authorization off once service admins are configured and callers are authenticated.
 3. authorization off: everything else passes (Gravitino's PassThroughAuthorizer: anyone may create a
    metalake).
 4. a service admin passes (gravimeta lets service admins do anything; in Gravitino they may only
@@ -105,7 +107,7 @@ class Door:
             return
         user = g.get("user") or ANONYMOUS
         if declaration.operator:
-            if self.admins and current_app.extensions.get("gravimeta.auth") and user not in self.admins:
+            if self._operators_only() and user not in self.admins:
                 self._refuse_non_admin(user)
             return
         if not self.enabled or user in self.admins:
@@ -116,6 +118,10 @@ class Door:
         if not disabled_for_test("no_access_recheck"):  # TEST-ONLY: no second check under the claim
             g.access_recheck = lambda: self._decide(declaration, user, request.view_args or {})
         failpoints.hit("access.after_check", endpoint=request.endpoint, user=user)
+
+    def _operators_only(self) -> bool:
+        """Whether the operator endpoints are closed to everyone but service admins."""
+        return self.enabled or bool(self.admins and current_app.extensions.get("gravimeta.auth"))
 
     def recheck(self) -> None:
         """Run again, once a structural operation holds its claim, the check this request passed."""

@@ -36,7 +36,7 @@ def free_block(size: int) -> int:
 
 @pytest.mark.skipif(shutil.which("haproxy") is None, reason="haproxy not installed (.ci/run installs it)")
 def test_cluster_start_serves_through_haproxy_and_stop_leaves_nothing_running(tmp_path):
-    run_dir, port = tmp_path / "cluster", free_block(3)
+    run_dir, port = tmp_path / "cluster", free_block(4)
     store = f"sqlite:///{tmp_path / 'shared.db'}"
     started = gravimeta("--store-url", store, "cluster", "start", "--replicas", "2", "--lock", "--port", str(port),
                         "--workers", "1", "--run-dir", str(run_dir))

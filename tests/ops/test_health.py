@@ -102,6 +102,8 @@ def test_ready_is_down_while_this_workers_heartbeat_is_stuck_and_up_when_it_runs
 
 
 def haproxy_stats(port: int) -> dict[str, dict[str, str]]:
+    """The stats page of the cluster whose frontend is `port` (2 replicas): on its loopback admin port."""
+    port += 3
     text = requests.get(f"http://127.0.0.1:{port}/haproxy-stats;csv", timeout=5).text.lstrip("# ")
     return {row["svname"]: row for row in csv.DictReader(io.StringIO(text)) if row["pxname"] == "replicas"}
 
@@ -120,7 +122,7 @@ def free_block(size: int) -> int:
 @pytest.mark.skipif(shutil.which("haproxy") is None, reason="haproxy not installed (.ci/run installs it)")
 def test_the_clusters_haproxy_routes_only_to_ready_replicas(tmp_path):
     fp = Failpoints(tmp_path / "fp")
-    run_dir, port = tmp_path / "cluster", free_block(3)
+    run_dir, port = tmp_path / "cluster", free_block(4)
     env = {**os.environ, **fp.env(), "GRAVIMETA_LEASE_TTL_MS": "1000"}
 
     def gravimeta(*args: str) -> subprocess.CompletedProcess[str]:

@@ -85,7 +85,7 @@ def free_block(size: int) -> int:
 
 @pytest.mark.skipif(shutil.which("haproxy") is None, reason="haproxy not installed (.ci/run installs it)")
 def test_two_hundred_slow_or_idle_connections_to_the_clusters_haproxy_do_not_delay_a_normal_request(tmp_path):
-    run_dir, port = tmp_path / "cluster", free_block(3)
+    run_dir, port = tmp_path / "cluster", free_block(4)
 
     def gravimeta(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "gravimeta", *args], capture_output=True, text=True, timeout=120)
