@@ -32,6 +32,12 @@ from urllib.parse import quote, unquote
 
 from gravimeta import errors
 
+#: the largest fencing token an engine accepts (2^53, the largest integer every JSON reader keeps exactly).
+#: Tokens grow by one per claim grant, so a real one never comes near it; a header above it (or below 0)
+#: is malformed. Without the bound, one request with a token of 2^62 would make every later call on
+#: that key stale forever.
+MAX_TOKEN = 2**53
+
 #: HTTP headers a remote engine receives the fence in (the hive provider and its stub)
 SCOPE_HEADER, TOKEN_HEADER, RELATED_HEADER = "X-Gravimeta-Fence-Scope", "X-Gravimeta-Fence", "X-Gravimeta-Fence-Related"
 
@@ -81,7 +87,10 @@ class Fence:
         token = header(TOKEN_HEADER)
         if token is None:
             return NO_FENCE
-        return cls(unquote(header(SCOPE_HEADER) or ""), int(token), header(RELATED_HEADER) == "1")
+        value = int(token)
+        if not 0 <= value <= MAX_TOKEN:
+            raise ValueError(f"fence token {token[:40]} is out of range: tokens go from 0 to 2^53")
+        return cls(unquote(header(SCOPE_HEADER) or ""), value, header(RELATED_HEADER) == "1")
 
 
 NO_FENCE = Fence()

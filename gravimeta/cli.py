@@ -289,13 +289,15 @@ def hive_stub() -> None:
 @click.option("--port", type=int, default=0, show_default=True, help="port; 0 picks a free one.")
 @click.option("--data", "data_dir", type=click.Path(file_okay=False), required=True, help="storage directory.")
 @click.option("--ready-file", type=click.Path(dir_okay=False), help="write the bound port here once listening.")
-def hive_stub_serve(host: str, port: int, data_dir: str, ready_file: str | None) -> None:
-    """Serve the stub metastore until killed."""
+@click.option("--test-mode", is_flag=True, envvar="GRAVIMETA_HIVE_STUB_TEST_MODE",
+              help="turn on fault injection (/_faults): for tests only, anyone who can reach the port can crash it.")
+def hive_stub_serve(host: str, port: int, data_dir: str, ready_file: str | None, test_mode: bool) -> None:
+    """Serve the stub metastore until killed. A test double, not a production metastore."""
     from pathlib import Path
 
     from connectors.hive_stub.server import serve
 
-    serve(host, port, Path(data_dir), Path(ready_file) if ready_file else None)
+    serve(host, port, Path(data_dir), Path(ready_file) if ready_file else None, test_mode)
 
 
 def _add_owned_commands() -> None:

@@ -21,7 +21,14 @@ Mutating requests may carry a fence in headers (connectors/fencing.py: X-Gravime
 X-Gravimeta-Fence, X-Gravimeta-Fence-Related); a stale one is answered 409 {"error": "StaleFence"}.
 
     GET /_faults, DELETE /_faults (clear all, release hangs), POST /_faults/release,
-    PUT /_faults/<latency|fail|hang|crash> (see faults.py). Fault endpoints are never faulted.
+    PUT /_faults/<latency|fail|hang|crash> (see faults.py). Fault endpoints are never faulted, and they
+    exist only in test mode (`--test-mode` or GRAVIMETA_HIVE_STUB_TEST_MODE=1, set by the test harness):
+    otherwise they answer 403, so nobody who can reach the stub can crash or hang it.
+
+The stub is a test double, not a metastore for production (no authentication, one JSON file): it says
+so at start (stderr), in the `X-Gravimeta-Hive-Stub` header of every reply and on `GET /`.
+A fence token must lie in 0..2^53 (connectors/fencing.py MAX_TOKEN); `POST /fences` stays open because
+gravimeta's own repair barrier uses it.
 
 Errors are {"error": name, "message": text} with 400, 404 (NoSuch*), 409 (*AlreadyExists,
 DatabaseNotEmpty, PartitionAlreadyExists, StaleFence) or 500 (InjectedFailure). Partitions follow Hive's
@@ -46,15 +53,21 @@ from connectors.hive_stub.storage import Metastore, StubError
 
 Route = tuple[str, Callable[[], Any]]
 
+TEST_MODE_ENV = "GRAVIMETA_HIVE_STUB_TEST_MODE"
+NOT_FOR_PRODUCTION = ("gravimeta hive-stub: a test double for the hive provider, NOT a production Hive metastore "
+                      "(no authentication, no access control, one JSON file)")
+
 
 class StubServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], metastore: Metastore):
+    def __init__(self, address: tuple[str, int], metastore: Metastore, test_mode: bool = False):
         super().__init__(address, Handler)
         self.metastore = metastore
         self.faults = Faults()
+        #: fault administration (/_faults) is on only for tests
+        self.test_mode = test_mode
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -85,7 +98,13 @@ class Handler(BaseHTTPRequestHandler):
         try:
             body = self._body()
             if parts and parts[0] == "_faults":
+                if not self.server.test_mode:
+                    raise StubError(403, "Forbidden", "fault injection is off: this stub was not started with "
+                                                      f"--test-mode ({TEST_MODE_ENV}=1)")
                 self._reply(200, self._faults(method, parts[1:], body))
+                return
+            if method == "GET" and not parts:
+                self._reply(200, {"service": NOT_FOR_PRODUCTION, "testMode": self.server.test_mode})
                 return
             if parts == ["health"]:
                 self._reply(200, {"status": "ok"})
@@ -111,8 +130,8 @@ class Handler(BaseHTTPRequestHandler):
         ms = self.server.metastore
         try:
             fence = Fence.from_headers(self.headers.get)
-        except ValueError:
-            raise StubError(400, "BadRequest", "a malformed fence header") from None
+        except ValueError as exc:
+            raise StubError(400, "BadRequest", f"a malformed fence header: {exc}") from None
         match method, parts:
             case "POST", ["fences"]:
                 return "fence", lambda: ms.fence(fence)
@@ -183,6 +202,7 @@ class Handler(BaseHTTPRequestHandler):
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
+        self.send_header("X-Gravimeta-Hive-Stub", "test double; not a production metastore")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -200,9 +220,13 @@ def _object(body: Any) -> dict[str, Any]:
     return body
 
 
-def serve(host: str, port: int, data_dir: Path, ready_file: Path | None = None) -> None:
+def serve(host: str, port: int, data_dir: Path, ready_file: Path | None = None, test_mode: bool = False) -> None:
     """Run the stub until killed; `ready_file` receives the bound port once it accepts connections."""
-    server = StubServer((host, port), Metastore(data_dir))
+    server = StubServer((host, port), Metastore(data_dir), test_mode)
+    print(f"WARNING: {NOT_FOR_PRODUCTION}", file=sys.stderr, flush=True)
+    if test_mode:
+        print("hive-stub test mode: fault injection (/_faults) is ON; anyone who reaches this port can crash it",
+              flush=True)
     bound = server.server_address[1]
     if ready_file is not None:
         temporary = ready_file.with_name(ready_file.name + ".tmp")

@@ -19,6 +19,8 @@ from typing import Any
 class StubProcess:
     data_dir: Path
     port: int = 0
+    #: start with fault injection on (`--test-mode`); False: as an operator would run it
+    test_mode: bool = True
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     @property
@@ -32,7 +34,7 @@ class StubProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "gravimeta", "hive-stub", "serve", "--host", "127.0.0.1",
-             "--port", str(self.port), "--data", str(self.data_dir), "--ready-file", str(ready)],
+             "--port", str(self.port), "--data", str(self.data_dir), "--ready-file", str(ready)] + (["--test-mode"] if self.test_mode else []),
             stdout=open(self.data_dir / "stub.log", "ab"), stderr=subprocess.STDOUT,  # noqa: SIM115
             start_new_session=True,
         )
