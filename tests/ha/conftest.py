@@ -29,8 +29,13 @@ GRAVIMETA_HA_DISABLE (test-only) may name one mechanism:
                     test_tag_races.py: a racing drop leaves an association to a deleted row)
   statistics_row_lock  a statistics update reads the table's row without FOR UPDATE (store/statistics.py;
                     test_statistics_race.py: two first writes of one statistic, one fails)
-  engine_fence      journalled engine calls carry no fencing token, and repairs never fence the old
-                    holder out (gravimeta/dispatch/engine_calls.py; tests/engine/test_zombie_engine_calls.py)
+  engine_fence      engine calls carry no fencing token, and repairs, imports and catalog drops never
+                    fence the old holder out (gravimeta/dispatch/engine_door.py;
+                    tests/engine/test_zombie_engine_calls.py, test_engine_identity_races.py)
+  import_barrier    an import reads the engine without raising its barrier first (dispatch/imports.py;
+                    test_engine_identity_races.py, the import race)
+  retire            a catalog drop does not retire the catalog's key in its engine (dispatch/retirement.py;
+                    test_engine_identity_races.py, the dropped catalog's namesake)
   request_buffering `gravimeta serve` runs plain gthread instead of the buffering worker
                     (gravimeta/cli.py; tests/ops/test_slow_clients.py)
   commit_session_end  the check of a lost COMMIT takes a missing write marker as "did not commit"
@@ -40,8 +45,8 @@ GRAVIMETA_HA_DISABLE (test-only) may name one mechanism:
   no_access_recheck a structural operation does not check the caller's access again once it holds its
                     claim (gravimeta/api/door.py; tests/ha/test_access_races.py)
 The switches read by the server itself (no_snapshot, no_row_lock, advisory_queue, no_owner_lock,
-tag_object_lock, statistics_row_lock, engine_fence, request_buffering, commit_session_end,
-no_access_recheck) go through
+tag_object_lock, statistics_row_lock, engine_fence, import_barrier, retire, request_buffering,
+commit_session_end, no_access_recheck) go through
 gravimeta.store.database.disabled_for_test and are marked TEST-ONLY where they act.
 """
 
