@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 
 from gravimeta import errors
 from gravimeta.store import EntityStore
+from gravimeta.store.database import disabled_for_test
 
 
 def _part(kind: str, row_id: int, create_time: str | None) -> str:
@@ -33,6 +34,8 @@ def _part(kind: str, row_id: int, create_time: str | None) -> str:
 def identity_key(store: EntityStore, s: Session, path: str) -> str:
     """The key of the object a claim on `path` ('/m/c', '/m/c/s' or '/m/c/s/t') covers. NoSuchCatalog
     (or NoSuchMetalake) when the catalog is gone: no engine call may be made for it then."""
+    if disabled_for_test("identity_keys"):  # TEST-ONLY: fences keyed by the claim's path, as before keys
+        return path
     names = path.strip("/").split("/")
     if len(names) < 2:
         raise ValueError(f"no engine lies under the claim on {path!r}")

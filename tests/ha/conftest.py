@@ -32,6 +32,8 @@ GRAVIMETA_HA_DISABLE (test-only) may name one mechanism:
   engine_fence      engine calls carry no fencing token, and repairs, imports and catalog drops never
                     fence the old holder out (gravimeta/dispatch/engine_door.py;
                     tests/engine/test_zombie_engine_calls.py, test_engine_identity_races.py)
+  identity_keys     engine fences are keyed by the claim's name path instead of the objects' identity
+                    (dispatch/engine_keys.py; test_engine_identity_races.py, the catalog rename)
   import_barrier    an import reads the engine without raising its barrier first (dispatch/imports.py;
                     test_engine_identity_races.py, the import race)
   retire            a catalog drop does not retire the catalog's key in its engine (dispatch/retirement.py;
@@ -45,8 +47,8 @@ GRAVIMETA_HA_DISABLE (test-only) may name one mechanism:
   no_access_recheck a structural operation does not check the caller's access again once it holds its
                     claim (gravimeta/api/door.py; tests/ha/test_access_races.py)
 The switches read by the server itself (no_snapshot, no_row_lock, advisory_queue, no_owner_lock,
-tag_object_lock, statistics_row_lock, engine_fence, import_barrier, retire, request_buffering,
-commit_session_end, no_access_recheck) go through
+tag_object_lock, statistics_row_lock, engine_fence, identity_keys, import_barrier, retire, retire_delivery,
+request_buffering, commit_session_end, no_access_recheck) go through
 gravimeta.store.database.disabled_for_test and are marked TEST-ONLY where they act.
 """
 
