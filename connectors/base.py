@@ -137,6 +137,13 @@ class Connector(ABC):
         with a lower token on the scope (StaleFence if it has seen a higher one already). Engines that
         cannot check fences do nothing (checks_fences = False)."""
 
+    def engine_location(self) -> str | None:
+        """Where this catalog's engine is, as a text that two catalogs on the same engine share (the
+        hive provider's metastore endpoints, the sqlite provider's resolved catalog file); None when
+        the provider cannot say. A dropped catalog's retirement that its engine could not be told at the
+        drop is delivered before a later catalog on the same location changes or imports anything."""
+        return None
+
     def call_window_s(self) -> float:
         """How long after it was sent one call may still change the engine (also after the caller gave
         up on it). The repair waits this long for an engine that does not check fences."""

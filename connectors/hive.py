@@ -156,6 +156,9 @@ class HiveConnector(Connector):
         if status != 200:
             raise errors.ConnectionFailed(f"Hive metastore health check answered HTTP {status}")
 
+    def engine_location(self) -> str:
+        return "hive:" + ",".join(f"{host}:{port}" for host, port in sorted(self.endpoints))
+
     def fence_barrier(self, fence: Fence) -> None:
         status, reply = self._call("fence", "POST", ["fences"], fence=fence)
         _expect(status, reply)

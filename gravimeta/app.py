@@ -28,6 +28,7 @@ from gravimeta.dispatch.connector_cache import ConnectorCache, catalog_locality
 from gravimeta.dispatch.journal import Reconciler
 from gravimeta.dispatch.metalakes import MetalakeDispatcher
 from gravimeta.dispatch.partitions import PartitionDispatcher
+from gravimeta.dispatch.retirement import PendingRetirements
 from gravimeta.dispatch.schemas import SchemaDispatcher
 from gravimeta.dispatch.statistics import StatisticDispatcher
 from gravimeta.dispatch.tables import TableDispatcher
@@ -76,7 +77,8 @@ def build_services(settings: Settings, registry: ConnectorRegistry | None = None
     if not store_may_be_away:
         check_schema(engine)
     store = EntityStore(engine, on_snapshot=metrics.snapshot_reads.inc)
-    connectors = ConnectorCache(registry or ConnectorRegistry())
+    registry = registry or ConnectorRegistry()
+    connectors = ConnectorCache(registry, PendingRetirements(store, registry).deliver_for)
     distributed = start_distributed_lock(settings, engine, catalog_locality(connectors, store.get_catalog),
                                          register=replica)
     coordinator = Coordinator(TreeLock(), distributed.claims, distributed)

@@ -115,7 +115,7 @@ class CatalogDispatcher:
             except errors.NotFound:
                 catalog = None
             if catalog is not None and (force or not catalog.in_use):  # what the store's prechecks let through
-                retire(self.connectors, catalog)
+                retire(self.store, self.connectors, catalog)
             dropped = self.store.drop_catalog(metalake, name, cascade=force, precheck=precheck,
                                               metalake_precheck=require_metalake_in_use)
             if dropped:

@@ -13,8 +13,12 @@ from gravimeta.entities import Catalog
 
 
 class ConnectorCache:
-    def __init__(self, registry: ConnectorRegistry):
-        self.registry = registry
+    """`before_use(connector)` runs once for every connector it creates, before anyone gets it; if it
+    raises, the connector is not kept and the error is the caller's (the delivery of a dropped catalog's
+    pending retirement to the same engine: gravimeta/dispatch/retirement.py)."""
+
+    def __init__(self, registry: ConnectorRegistry, before_use: Callable[[Connector], None] | None = None):
+        self.registry, self.before_use = registry, before_use
         self._lock = threading.Lock()
         self._instances: dict[tuple[str, str], tuple[tuple[object, ...], Connector]] = {}
 
@@ -25,9 +29,16 @@ class ConnectorCache:
             cached = self._instances.get(key)
             if cached is not None and cached[0] == signature:
                 return cached[1]
-            connector = self.registry.get(catalog.provider)(
-                CatalogContext(catalog.metalake, catalog.name, dict(catalog.properties))
-            )
+        connector = self.registry.get(catalog.provider)(
+            CatalogContext(catalog.metalake, catalog.name, dict(catalog.properties))
+        )
+        if self.before_use is not None:  # outside the lock: it may wait on the store and an engine
+            self.before_use(connector)
+        with self._lock:
+            cached = self._instances.get(key)
+            if cached is not None and cached[0] == signature:  # another thread made one meanwhile
+                connector.close()
+                return cached[1]
             self._instances[key] = (signature, connector)
             return connector
 

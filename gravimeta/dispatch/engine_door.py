@@ -107,3 +107,10 @@ def mirror(call: Callable[[], T]) -> T:
 def prepare(connector: Connector) -> None:
     """A new catalog's home in its engine (Connector.prepare_engine; CATALOG_HOME)."""
     change(lambda _fence: connector.prepare_engine(), "", why_no_intent=CATALOG_HOME)
+
+
+def deliver_retirement(connector: Connector, fence: Fence) -> None:
+    """A dropped catalog's retirement recorded when its engine could not be told (retirement.py),
+    delivered with the token recorded at the drop rather than a running claim's (RETIREMENT)."""
+    with door_guard.opened():
+        connector.fence_barrier(fence)

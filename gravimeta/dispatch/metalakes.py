@@ -82,7 +82,7 @@ class MetalakeDispatcher:
             except errors.NoSuchMetalake:
                 return False  # dropping a missing metalake is not an error, force or not
             for catalog in catalogs:
-                retire(self.connectors, catalog)
+                retire(self.store, self.connectors, catalog)
             dropped = self.store.drop_metalake(name, cascade=force, precheck=precheck)
             if dropped:
                 self.connectors.forget(name)

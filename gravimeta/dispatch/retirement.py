@@ -10,37 +10,115 @@ store has just been given.
 So a drop retires the catalog's key first: under the drop's claim (the metalake's, or the root's for a
 metalake drop), whose token is above every token granted under the catalog before, the engine is made to
 see that token on the catalog's key (engine_door.barrier), and refuses every earlier call below it from
-then on. An engine that cannot be reached at that moment is not told: the drop goes on (a catalog whose
-engine is gone for good must still be droppable), is logged, and the window that leaves is stated in
-docs/consistency.md §6.
+then on.
+
+An engine that cannot be reached at that moment is not told then, but the drop still goes on (a catalog
+whose metastore is gone for good must stay droppable): the retirement is recorded in the store
+(gm_server_setting, one row per retired key: provider, properties, engine location, token) and delivered
+before any later catalog on the same engine location can change or import anything: the connector cache
+delivers the pending retirements of a location before it hands out a new connector for it, and refuses
+(EngineUnreachable, nothing done) while one cannot be delivered. A late call that lands before the
+delivery lands before anything of the new catalog has read the engine, so it is seen like any change made
+outside gravimeta.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import time
+from typing import Any
 
+from sqlalchemy import delete, select
+
+from connectors.base import CatalogContext, Connector, Fence
+from connectors.registry import ConnectorRegistry
 from gravimeta import errors
+from gravimeta.concurrency.coordinator import current_claim
 from gravimeta.dispatch import engine_door
 from gravimeta.dispatch.connector_cache import ConnectorCache
 from gravimeta.dispatch.engine_keys import catalog_key
 from gravimeta.entities import Catalog
-from gravimeta.store.database import disabled_for_test
+from gravimeta.store import EntityStore
+from gravimeta.store.database import disabled_for_test, write_session
+from gravimeta.store.server_settings import publish, server_setting
 
 log = logging.getLogger(__name__)
 
+PREFIX = "retire "
+#: how long one pending retirement's delivery may wait on its engine
+DELIVERY_TIMEOUT_S = 5.0
 
-def retire(connectors: ConnectorCache, catalog: Catalog) -> bool:
+
+def retire(store: EntityStore, connectors: ConnectorCache, catalog: Catalog) -> bool:
     """Make the catalog's engine refuse every call made under the catalog so far (call under the drop's
-    claim, before the store drop). Whether the engine was told (False: it does not check fences, the lock
-    is off, or it could not be reached)."""
+    claim, before the store drop). Whether the engine was told now (False: the provider keeps no state
+    outside the process or checks no fences, the lock is off, or the engine could not be reached and the
+    retirement was recorded for later delivery)."""
     assert catalog.id is not None, "a stored catalog has an id"
-    connector = connectors.for_catalog(catalog)
+    # a connector of its own, not the cache's: the cache would first deliver other pending retirements
+    connector = connectors.registry.get(catalog.provider)(
+        CatalogContext(catalog.metalake, catalog.name, dict(catalog.properties)))
     if connector.process_local or not engine_door.can_fence(connector) or disabled_for_test("retire"):
         return False  # (TEST-ONLY switch: shows that tests/engine/test_engine_identity_races.py needs it)
+    key = catalog_key(catalog.id, catalog.audit.create_time)
     try:
-        engine_door.barrier(connector, catalog_key(catalog.id, catalog.audit.create_time), engine_door.RETIREMENT)
+        engine_door.barrier(connector, key, engine_door.RETIREMENT)
+        return True
     except errors.GravitinoError as exc:
-        log.warning("catalog %s.%s: its engine was not told of the drop (%s); a call still in flight there from "
-                    "before the drop may land later", catalog.metalake, catalog.name, exc.message)
+        location = connector.engine_location()
+        claim = current_claim()
+        if location is None or claim is None or claim.fence is None:
+            log.warning("catalog %s.%s: its engine was not told of the drop (%s), and its location is unknown: a "
+                        "call still in flight there may land later", catalog.metalake, catalog.name, exc.message)
+            return False
+        publish(store.engine, PREFIX + key, json.dumps({
+            "provider": catalog.provider, "properties": catalog.properties, "location": location,
+            "token": claim.fence, "catalog": f"{catalog.metalake}.{catalog.name}"}))
+        log.warning("catalog %s.%s: its engine was not told of the drop (%s); the retirement of %s is recorded and "
+                    "will be delivered before another catalog uses %s", catalog.metalake, catalog.name, exc.message,
+                    key, location)
         return False
-    return True
+
+
+class PendingRetirements:
+    """Delivers recorded retirements (ConnectorCache's hook for every new connector)."""
+
+    def __init__(self, store: EntityStore, registry: ConnectorRegistry):
+        self.store, self.registry = store, registry
+
+    def deliver_for(self, connector: Connector) -> None:
+        """Deliver every pending retirement of this connector's engine location; EngineUnreachable when
+        one cannot be delivered (the connector must not be used for changes or imports until it is)."""
+        if connector.process_local or disabled_for_test("retire_delivery"):  # TEST-ONLY switch
+            return
+        location = connector.engine_location()
+        if location is None:
+            return
+        for name, data in self._pending():
+            if data.get("location") != location:
+                continue
+            old = self.registry.get(data["provider"])(CatalogContext("", data.get("catalog", ""), data["properties"]))
+            fence = Fence(name[len(PREFIX):], int(data["token"]), True, time.monotonic() + DELIVERY_TIMEOUT_S)
+            try:
+                engine_door.deliver_retirement(old, fence)
+            except errors.StaleFence:
+                pass  # the engine has seen a higher token on that key already: retired all the same
+            except errors.GravitinoError as exc:
+                raise errors.EngineUnreachable(
+                    f"The engine at {location} has not yet been told that catalog {data.get('catalog')} was dropped "
+                    f"({exc.message.rstrip('.')}); nothing was done. Retry once it answers") from exc
+            finally:
+                old.close()
+            self._done(name)
+            log.info("delivered the pending retirement of %s to %s", fence.key, location)
+
+    def _pending(self) -> list[tuple[str, dict[str, Any]]]:
+        with self.store.engine.connect() as conn:
+            rows = conn.execute(select(server_setting.c.name, server_setting.c.value)
+                                .where(server_setting.c.name.like(PREFIX + "%"))).all()
+        return [(row.name, json.loads(row.value)) for row in rows]
+
+    def _done(self, name: str) -> None:
+        with write_session(self.store.engine) as s:
+            s.execute(delete(server_setting).where(server_setting.c.name == name))

@@ -38,6 +38,8 @@ GRAVIMETA_HA_DISABLE (test-only) may name one mechanism:
                     test_engine_identity_races.py, the import race)
   retire            a catalog drop does not retire the catalog's key in its engine (dispatch/retirement.py;
                     test_engine_identity_races.py, the dropped catalog's namesake)
+  retire_delivery   a retirement recorded at a drop the engine missed is never delivered
+                    (dispatch/retirement.py; test_engine_identity_races.py, the missed retirement)
   request_buffering `gravimeta serve` runs plain gthread instead of the buffering worker
                     (gravimeta/cli.py; tests/ops/test_slow_clients.py)
   commit_session_end  the check of a lost COMMIT takes a missing write marker as "did not commit"
