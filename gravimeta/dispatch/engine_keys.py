@@ -11,13 +11,18 @@ their store ids, each with its create time:
 - an object dropped and created again under the same name is another object with another key; the
   create time keeps that true where a database may hand out a deleted row's id again (SQLite reuses the
   highest rowid once its row is deleted) and across stores that share one engine;
-- an object the store does not have (yet, or only the engine has it) takes its nearest stored
-  ancestor's key, which is related to everything below it: broader, never unrelated.
+- a schema the store does not have (only the engine has it) under a schema's claim is named by its name,
+  '/s~<name>': its key is related to its catalog's, never to a sibling schema's (a sibling's claim may
+  hold a higher token at the same time). It can only come into the store, or leave it, through a
+  claim on the catalog whose engine call or barrier (schema create or drop, schema import) records a
+  token on the catalog's key, above every call made under the name key before.
 
 Keys are resolved under the claim, inside a store transaction, so they name what the claim covers now.
 """
 
 from __future__ import annotations
+
+from urllib.parse import quote
 
 from sqlalchemy.orm import Session
 
@@ -46,7 +51,7 @@ def identity_key(store: EntityStore, s: Session, path: str) -> str:
     try:
         schema = store.schema_row(s, *names[:3])
     except errors.NoSuchSchema:
-        return key
+        return f"{key}/s~{quote(names[2], safe='')}"
     key += _part("s", schema.id, schema.create_time)
     if len(names) < 4:
         return key

@@ -86,6 +86,11 @@ def test_a_request_stuck_in_an_engine_call_ends_by_the_engine_timeout(cluster, s
         stub.release()
     for name, (status, answer) in answers.items():
         assert status in (502, 503, 504), (name, status, answer)
+        if name.startswith("load") and status == 503:
+            # an import meets the intent the stuck schema drop left open under its scope: it does not
+            # read the engine behind it, and says so at once (ScopeBusy, nothing imported)
+            assert "still pending" in answer["message"], (name, answer)
+            continue
         assert "did not answer" in answer["message"], (name, answer)
 
 
