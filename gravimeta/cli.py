@@ -76,15 +76,22 @@ def _serve(settings, bind, workers, threads, timeout, migrate) -> None:  # type:
     from gravimeta.serving import buffering_worker
     from gravimeta.store.database import disabled_for_test
     from gravimeta.store.migrations import check_schema, upgrade
-    from gravimeta.store_target import store_unreachable
+    from gravimeta.store_target import missing_sqlite_file, store_unreachable, upgrade_command
 
-    engine = _engine(settings.resolved_store_url())
+    url = settings.resolved_store_url(create_dir=migrate)
+    if not migrate and missing_sqlite_file(url):  # opening it would create an empty file
+        click.echo(f"error: no gravimeta store at {missing_sqlite_file(url)}; create it with:\n"
+                   f"    {upgrade_command(url)}\nor start with `serve --migrate`", err=True)
+        sys.exit(2)
+    engine = _engine(url)
     try:
         if migrate:
             upgrade(engine)
         check_schema(engine)
     except SchemaVersionMismatch as exc:
         click.echo(f"error: {exc}", err=True)
+        if exc.migratable:
+            click.echo(f"migrate it with:\n    {upgrade_command(url)}\nor start with `serve --migrate`", err=True)
         sys.exit(2)
     except Exception as exc:
         reason = store_unreachable(exc)

@@ -157,11 +157,13 @@ class Settings:
         """gunicorn's graceful_timeout (whole seconds, at least 1) from graceful-timeout-ms."""
         return max(1, math.ceil(self.graceful_timeout_ms / 1000))
 
-    def resolved_store_url(self) -> str:
-        """The store URL, defaulting to an embedded SQLite file under GRAVIMETA_HOME (./var)."""
+    def resolved_store_url(self, create_dir: bool = True) -> str:
+        """The store URL, defaulting to an embedded SQLite file under GRAVIMETA_HOME (./var), whose
+        directory is created unless `create_dir` is False (a command that must not create a store)."""
         if self.store_url:
             return self.store_url
-        DEFAULT_DATA_DIR.mkdir(parents=True, exist_ok=True)
+        if create_dir:
+            DEFAULT_DATA_DIR.mkdir(parents=True, exist_ok=True)
         return f"sqlite:///{DEFAULT_DATA_DIR / 'gravimeta.db'}"
 
 
@@ -189,6 +191,14 @@ def load_settings(
     properties_file = properties_file or env.get("GRAVIMETA_CONFIG")
     props = read_properties(properties_file) if properties_file else {}
     values: dict[str, Any] = {}
+    if props:  # Gravitino's own keys and typos (gravimeta/gravitino_conf.py)
+        from gravimeta import gravitino_conf
+
+        gravitino_conf.check_keys(props, {f.metadata["key"] for f in fields(Settings)})
+        if env.get("GRAVIMETA_STORE_URL") is None and overrides.get("store_url") is None:
+            jdbc_store = gravitino_conf.store_url_from(props)
+            if jdbc_store is not None:
+                values["store_url"] = jdbc_store
     for f in fields(Settings):
         raw = env.get(f.metadata["env"], props.get(f.metadata["key"]))
         if raw is not None:

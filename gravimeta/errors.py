@@ -221,6 +221,11 @@ class CommitOutcomeUnknown(StoreUnavailable):
 class SchemaVersionMismatch(Exception):
     """The database is not migrated to the revision this code expects; the server must not start."""
 
+    def __init__(self, message: str, migratable: bool = False):
+        super().__init__(message)
+        #: `gravimeta db upgrade` fixes it (no schema yet, or an older one); not a newer revision
+        self.migratable = migratable
+
 
 # ---------------------------------------------------------------- partitions, tags, statistics
 

@@ -72,12 +72,9 @@ def open_existing(target: StoreTarget) -> Engine:
     """An engine on the target store, which must exist, answer and be at this code's revision."""
     from gravimeta.store.migrations import check_schema
 
-    parsed = make_url(target.url)
-    if parsed.get_backend_name() == "sqlite":
-        database = parsed.database or ""
-        if database in ("", ":memory:") or not Path(database).is_file():
-            raise StoreTargetError(f"no gravimeta store at {target.display} ({target.source}); give --store-url, "
-                                   "or start one (`gravimeta db upgrade` creates it)")
+    if missing_sqlite_file(target.url):
+        raise StoreTargetError(f"no gravimeta store at {target.display} ({target.source}); give --store-url, "
+                               "or start one (`gravimeta db upgrade` creates it)")
     engine = create_engine_or_hint(target.url)
     try:
         check_schema(engine)
@@ -91,6 +88,25 @@ def open_existing(target: StoreTarget) -> Engine:
             raise
         raise StoreTargetError(f"the store {target.display} ({target.source}) does not answer: {reason}") from None
     return engine
+
+
+def missing_sqlite_file(url: str) -> str | None:
+    """The displayed URL when `url` is a SQLite file that does not exist (opening it would create an
+    empty one); None otherwise."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return None
+    database = parsed.database or ""
+    if database not in ("", ":memory:") and Path(database).is_file():
+        return None
+    return parsed.render_as_string(hide_password=True)
+
+
+def upgrade_command(url: str) -> str:
+    """The exact command that migrates this store (the password shown as ***: type it in)."""
+    import shlex
+
+    return f"gravimeta --store-url {shlex.quote(make_url(url).render_as_string(hide_password=True))} db upgrade"
 
 
 def create_engine_or_hint(url: str) -> Engine:

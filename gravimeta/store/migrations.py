@@ -56,13 +56,13 @@ def check_schema(engine: Engine) -> None:
     url = engine.url.render_as_string(hide_password=True)
     if current is None:
         raise SchemaVersionMismatch(
-            f"The database {url} has no gravimeta schema. Run `gravimeta db upgrade` first."
+            f"The database {url} has no gravimeta schema. Run `gravimeta db upgrade` first.", migratable=True
         )
     if current not in _known_revisions():
         raise _newer(engine, current)
     raise SchemaVersionMismatch(
         f"The database {url} is at schema revision {current}, older than this code's {head}. "
-        "Run `gravimeta db upgrade`."
+        "Run `gravimeta db upgrade`.", migratable=True
     )
 
 
