@@ -133,7 +133,9 @@ def test_an_import_does_not_race_an_engine_only_drop_in_flight(cluster, stub):
     assert_agree(cluster, b, stub, H, ["v"])
 
 
-def test_a_drop_in_flight_of_a_dropped_catalog_cannot_touch_its_namesake(cluster, stub):
+def recreate_under_a_held_drop(cluster: Cluster, stub: Any, between: Any = lambda b: None) -> None:
+    """A's drop of h.s.t is held in the stub; B force-drops h, creates it again on the same metastore,
+    runs `between(b)`, and its load imports s.t; then the held drop is released."""
     a, b = Api(cluster.replica("a")), Api(cluster.replica("b"))
     properties = hive_catalog_with_table(b, stub)
     try:
@@ -142,33 +144,28 @@ def test_a_drop_in_flight_of_a_dropped_catalog_cannot_touch_its_namesake(cluster
         ok(b.r.request("PATCH", path_of("m", H), {"inUse": False}))
         assert ok(b.drop_catalog(c=H))["dropped"] is True
         ok(b.catalog("hive", properties, c=H))  # the same metastore: s.t is there to import
+        between(b)
         imported = ok(b.r.request("GET", path_of("m", H, S, T)))
         assert imported["table"]["name"] == T
     finally:
         release(stub)
     ok(b.table("v", c=H))
     assert_agree(cluster, b, stub, H, [T, "v"])
+
+
+def test_a_drop_in_flight_of_a_dropped_catalog_cannot_touch_its_namesake(cluster, stub):
+    recreate_under_a_held_drop(cluster, stub)
 
 
 def test_a_retirement_the_engine_missed_at_the_drop_is_delivered_before_the_namesake_imports(cluster, stub):
     """As above, but the metastore refuses the drop's retirement barrier (and once more the first delivery):
     the drop goes on and records the retirement; the re-created catalog's first use of the same metastore
     delivers it first (502 while it cannot, nothing imported), so A's held drop is refused all the same."""
-    a, b = Api(cluster.replica("a")), Api(cluster.replica("b"))
-    properties = hive_catalog_with_table(b, stub)
-    try:
-        status, body = hold_drop(stub, lambda: a.drop_table(T, c=H))
-        assert status == 502, (status, body)
-        stub.fault("fail", count=2, mode="500", ops=["fence"])  # the drop's barrier, then the first delivery
-        ok(b.r.request("PATCH", path_of("m", H), {"inUse": False}))
-        assert ok(b.drop_catalog(c=H))["dropped"] is True
-        ok(b.catalog("hive", properties, c=H))
+    stub.fault("fail", count=2, mode="500", ops=["fence"])  # the first two barriers: the drop's, then the delivery
+
+    def undelivered(b: Api) -> None:
         status, body = b.r.request("GET", path_of("m", H, S, T))
         assert status == 502 and "not yet been told" in body["message"], (status, body)
         assert EntityStore(cluster.engine).list_schemas("m", H) == []  # nothing imported while undelivered
-        imported = ok(b.r.request("GET", path_of("m", H, S, T)))
-        assert imported["table"]["name"] == T
-    finally:
-        release(stub)
-    ok(b.table("v", c=H))
-    assert_agree(cluster, b, stub, H, [T, "v"])
+
+    recreate_under_a_held_drop(cluster, stub, undelivered)
