@@ -73,6 +73,10 @@ FAILPOINTS: dict[str, str] = {
                                 "the engine call not yet sent",
     # engine
     "sqlite.before_begin": "sqlite catalog: a mutating call has connected (deadline checked), its transaction not begun",
+    "sqlite.schema_unregistered": "sqlite drop schema: the registry row's deletion (and the file's tombstone) "
+                                  "committed, the file not yet deleted",
+    "sqlite.schema_file_made": "sqlite create schema: the new incarnation's file exists, its registry row not "
+                               "yet committed",
     # ops (health, serving)
     "node.before_beat": "node registry heartbeat: about to refresh this process's gm_node row",
 }

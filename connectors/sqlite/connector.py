@@ -5,6 +5,10 @@ catalog file's fence table (fences.py), so a call of a holder that lost its clai
 a newer holder has made the file see its fence. Only prepare_engine (catalog creation) and
 create_schema may create the catalog file; every other call, observations included, answers
 ConnectionFailed when the file is missing (a wrong catalog root must never look like an empty catalog).
+
+Schema files are per incarnation (registry.py): a create makes a new file, a drop turns the file into
+a tombstone in its fenced transaction and deletes it afterwards, and a table call attached to a schema's
+file checks, inside its transaction, that the registry still names that file.
 """
 
 from __future__ import annotations
@@ -19,22 +23,17 @@ from typing import cast
 
 from connectors.base import NO_FENCE, CatalogContext, Connector, Fence
 from connectors.properties import CatalogProperties, PropertyEntry, java_int
-from connectors.sqlite import fences
+from connectors.sqlite import fences, registry
 from connectors.sqlite.alter import in_place_plan, infer_renames, integrity, rebuild
 from connectors.sqlite.ddl import check_table, desired_shape, quote, real_shape, same_by_affinity, table_ddl
 from connectors.sqlite.describe import describe_table
-from connectors.sqlite.paths import (
-    ROOT_ENV,
-    check_single_link,
-    location_guard,
-    resolve_catalog_path,
-    schema_file_name,
-)
+from connectors.sqlite.paths import ROOT_ENV, check_single_link, location_guard, resolve_catalog_path
 from gravimeta import errors, failpoints
 from gravimeta.entities import Schema, Table
 
-REGISTRY = "gravimeta_schemas"
 APPLICATION_ID = 0x47524D53  # "GRMS": marks a schema file written by gravimeta
+#: how often a table call attaches its schemas again when one was re-created between attach and transaction
+ATTACH_ATTEMPTS = 3
 
 
 def _catalog_file(raw: str) -> Path:
@@ -105,7 +104,7 @@ class SQLiteCatalogConnector(Connector):
         the file and its directories may be created; otherwise a missing file is ConnectionFailed."""
         path = self.path
         check_single_link(path, errors.ConnectionFailed, f"SQLite catalog file {self._label}")
-        timeout = fence.timeout(int(self.context.properties.get("busy-timeout-ms", "5000")) / 1000)
+        timeout = self._busy_timeout(fence)
         if not create and not path.exists():
             raise errors.EngineUnreachable(
                 f"SQLite catalog file {self._label} does not exist: the engine of catalog {self.context.catalog} is "
@@ -120,23 +119,63 @@ class SQLiteCatalogConnector(Connector):
             raise errors.ConnectionFailed(f"Cannot open SQLite catalog file {self._label}", detail=f"{path}: {exc}") from exc
         try:
             with _translated(self._label, path):
-                conn.execute(f"CREATE TABLE IF NOT EXISTS {REGISTRY} (name TEXT PRIMARY KEY, file TEXT NOT NULL UNIQUE)")
-                conn.execute(fences.CREATE)
+                for statement in (*registry.CREATE, fences.CREATE):
+                    conn.execute(statement)
                 yield conn
         finally:
             if conn.in_transaction:
                 conn.rollback()
             conn.close()
 
-    def _file_of(self, conn: sqlite3.Connection, schema: str) -> str | None:
-        row = conn.execute(f"SELECT file FROM {REGISTRY} WHERE name = ?", (schema,)).fetchone()
-        return row[0] if row else None
+    def _busy_timeout(self, fence: Fence) -> float:
+        """How long a connection of this call may wait for another writer: bounded by the fence's deadline."""
+        return fence.timeout(int(self.context.properties.get("busy-timeout-ms", "5000")) / 1000)
 
-    def _attach(self, conn: sqlite3.Connection, alias: str, schema: str) -> None:
-        file_name = self._file_of(conn, schema)
+    def _no_such_schema(self, schema: str) -> errors.NoSuchSchema:
+        return errors.NoSuchSchema(f"Schema {schema} does not exist in SQLite catalog {self.context.catalog}")
+
+    def _attach(self, conn: sqlite3.Connection, alias: str, schema: str) -> str:
+        """Attach the file the registry names for `schema` as `alias`; its name."""
+        file_name = registry.file_of(conn, schema)
         if file_name is None:
-            raise errors.NoSuchSchema(f"Schema {schema} does not exist in SQLite catalog {self.context.catalog}")
+            raise self._no_such_schema(schema)
         conn.execute(f"ATTACH DATABASE ? AS {alias}", (_uri(self._schema_path(file_name), create=False),))
+        return file_name
+
+    def _tables_in(self, file_name: str, fence: Fence) -> list[str]:
+        """The user tables of a schema file, read on a connection of its own (a transaction cannot
+        ATTACH). Inside a mutating call's transaction nobody else can write the file: every writer holds
+        the catalog file's write lock first."""
+        path = self._schema_path(file_name)
+        with _translated(self._label, path):
+            conn = sqlite3.connect(_uri(path, create=False), uri=True, timeout=self._busy_timeout(fence))
+            try:
+                return self._user_tables(conn, "main")
+            finally:
+                conn.close()
+
+    @contextmanager
+    def _writing(self, conn: sqlite3.Connection, fence: Fence, *schemas: str) -> Iterator[None]:
+        """A fenced write transaction with `schemas` attached as s0, s1, ..., each the incarnation the
+        registry names *inside* the transaction. A schema dropped and re-created between the attach and
+        the transaction is attached again; one that is gone is NoSuchSchema. Without that check a call
+        attached before a drop would write into the dropped incarnation's file and report success."""
+        for _ in range(ATTACH_ATTEMPTS):
+            attached = [self._attach(conn, f"s{i}", schema) for i, schema in enumerate(schemas)]
+            with self._transaction(conn, fence):
+                current = [registry.file_of(conn, schema) for schema in schemas]
+                if current == attached:
+                    yield
+                    return
+                for schema, file_name in zip(schemas, current, strict=True):
+                    if file_name is None:
+                        raise self._no_such_schema(schema)
+            for i in range(len(schemas)):
+                conn.execute(f"DETACH DATABASE s{i}")
+        raise errors.ConnectionFailed(
+            f"Schema {', '.join(schemas)} of SQLite catalog {self.context.catalog} was re-created "
+            f"{ATTACH_ATTEMPTS} times while this call attached it; nothing was changed (try again)"
+        )
 
     @contextmanager
     def _transaction(self, conn: sqlite3.Connection, fence: Fence) -> Iterator[None]:
@@ -181,55 +220,72 @@ class SQLiteCatalogConnector(Connector):
     # ---------------------------------------------------------------- schemas
 
     def create_schema(self, schema: Schema, *, fence: Fence = NO_FENCE) -> None:
-        """Register the schema and create its file in one transaction; an existing *empty* schema is
-        accepted (a repeated create), one with tables is a conflict."""
-        file_name = schema_file_name(schema.name)
+        """Register the schema with a file of a new incarnation, made for it; an existing *empty* schema
+        is accepted (a repeated create), one with tables is a conflict."""
         quote(schema.name)  # rejects NUL
         with self._connect(fence, create=True) as conn:
-            if self._file_of(conn, schema.name) is None:
-                self._remove_orphan(self._schema_path(file_name))
-            conn.execute("ATTACH DATABASE ? AS s0", (_uri(self._schema_path(file_name), create=True),))
-            with self._transaction(conn, fence):
-                if self._file_of(conn, schema.name) is not None:
-                    if self._user_tables(conn, "s0"):
-                        raise errors.SchemaAlreadyExists(
-                            f"Schema {schema.name} already exists in SQLite catalog {self.context.catalog} with tables"
-                        )
-                    return
-                conn.execute(f"INSERT INTO {REGISTRY} (name, file) VALUES (?, ?)", (schema.name, file_name))
-                conn.execute(f"PRAGMA s0.application_id = {APPLICATION_ID}")
+            registry.sweep(conn, self._schema_dir())
+            if registry.file_of(conn, schema.name) is not None:
+                with self._transaction(conn, fence):
+                    if self._exists_empty(conn, schema.name, fence):
+                        return
+                # dropped between the look and the transaction: create it
+            file_name = registry.allocate(conn, schema.name)
+            registered = False
+            try:
+                conn.execute("ATTACH DATABASE ? AS s0", (_uri(self._schema_path(file_name), create=True),))
+                failpoints.hit("sqlite.schema_file_made", catalog=self.context.catalog, schema=schema.name)
+                with self._transaction(conn, fence):
+                    if self._exists_empty(conn, schema.name, fence):  # created by another call meanwhile
+                        return
+                    registry.register(conn, schema.name, file_name)
+                    conn.execute(f"PRAGMA s0.application_id = {APPLICATION_ID}")
+                registered = True
+            finally:
+                if not registered:
+                    if conn.in_transaction:
+                        conn.rollback()
+                    if any(row[1] == "s0" for row in conn.execute("PRAGMA database_list")):
+                        conn.execute("DETACH DATABASE s0")
+                    registry.abandon(conn, self._schema_dir(), file_name)
 
-    @staticmethod
-    def _remove_orphan(path: Path) -> None:
-        """A schema file without a registry row is what a drop interrupted before its unlink left."""
-        for suffix in ("", "-journal", "-wal", "-shm"):
-            Path(str(path) + suffix).unlink(missing_ok=True)
+    def _exists_empty(self, conn: sqlite3.Connection, schema: str, fence: Fence) -> bool:
+        """Inside a create's transaction: whether `schema` is registered; SchemaAlreadyExists if with tables."""
+        file_name = registry.file_of(conn, schema)
+        if file_name is None:
+            return False
+        if self._tables_in(file_name, fence):
+            raise errors.SchemaAlreadyExists(
+                f"Schema {schema} already exists in SQLite catalog {self.context.catalog} with tables"
+            )
+        return True
 
     def drop_schema(self, name: str, cascade: bool, *, fence: Fence = NO_FENCE) -> bool:
-        """Delete the registry row (the commit point), then the file."""
+        """Unregister the schema and make its file a tombstone in one fenced transaction (the commit
+        point), then delete the file. Whenever this call goes on after its commit, the file it deletes is
+        that of the incarnation it dropped: a schema re-created since has a file of its own."""
         with self._connect(fence) as conn:
-            file_name = self._file_of(conn, name)
-            if file_name is None:
-                return self._nothing_to_do(conn, fence)
-            self._attach(conn, "s0", name)
             with self._transaction(conn, fence):
-                tables = self._user_tables(conn, "s0")
+                file_name = registry.file_of(conn, name)
+                if file_name is None:
+                    return False
+                tables = self._tables_in(file_name, fence)
                 if tables and not cascade:
                     raise errors.NonEmptySchema(f"Schema {name} is not empty; it has {len(tables)} table(s)")
-                conn.execute(f"DELETE FROM {REGISTRY} WHERE name = ?", (name,))
-            conn.execute("DETACH DATABASE s0")
-        self._remove_orphan(self._schema_path(file_name))
+                registry.unregister(conn, name, file_name)
+            failpoints.hit("sqlite.schema_unregistered", catalog=self.context.catalog, schema=name)
+            registry.sweep(conn, self._schema_dir())
         return True
 
     def list_schemas(self) -> list[str]:
         with self._connect() as conn:
-            return [r[0] for r in conn.execute(f"SELECT name FROM {REGISTRY} ORDER BY name")]
+            return [r[0] for r in conn.execute(f"SELECT name FROM {registry.REGISTRY} ORDER BY name")]
 
     def load_schema(self, name: str) -> Schema:
         """A registered schema; SQLite keeps no comment or properties for it."""
         with self._connect() as conn:
-            if self._file_of(conn, name) is None:
-                raise errors.NoSuchSchema(f"Schema {name} does not exist in SQLite catalog {self.context.catalog}")
+            if registry.file_of(conn, name) is None:
+                raise self._no_such_schema(name)
             return Schema(name)
 
     # ---------------------------------------------------------------- tables
@@ -253,25 +309,22 @@ class SQLiteCatalogConnector(Connector):
     def create_table(self, schema: str, table: Table, *, fence: Fence = NO_FENCE) -> None:
         """CREATE TABLE; a table that already exists with the same shape is accepted (a repeated create)."""
         ddl = table_ddl("s0", table)
-        with self._connect(fence) as conn:
-            self._attach(conn, "s0", schema)
-            with self._transaction(conn, fence):
-                existing = self._table_name(conn, "s0", table.name)
-                if existing is not None:
-                    if existing == table.name and real_shape(conn, "s0", existing) == desired_shape(table):
-                        return
-                    raise errors.TableAlreadyExists(
-                        f"Table {schema}.{existing} already exists in SQLite catalog {self.context.catalog}"
-                        " (SQLite table names are case-insensitive)"
-                    )
-                conn.execute(ddl)
+        with self._connect(fence) as conn, self._writing(conn, fence, schema):
+            existing = self._table_name(conn, "s0", table.name)
+            if existing is not None:
+                if existing == table.name and real_shape(conn, "s0", existing) == desired_shape(table):
+                    return
+                raise errors.TableAlreadyExists(
+                    f"Table {schema}.{existing} already exists in SQLite catalog {self.context.catalog}"
+                    " (SQLite table names are case-insensitive)"
+                )
+            conn.execute(ddl)
 
     def drop_table(self, schema: str, name: str, *, fence: Fence = NO_FENCE) -> bool:
         with self._connect(fence) as conn:
-            if self._file_of(conn, schema) is None:
+            if registry.file_of(conn, schema) is None:
                 return self._nothing_to_do(conn, fence)
-            self._attach(conn, "s0", schema)
-            with self._transaction(conn, fence):
+            with self._writing(conn, fence, schema):
                 if self._table_name(conn, "s0", name) != name:
                     return False
                 conn.execute(f"DROP TABLE s0.{quote(name)}")
@@ -289,30 +342,25 @@ class SQLiteCatalogConnector(Connector):
             raise errors.IllegalArgument(f"Table name {new_name!r}: SQLite reserves names starting with sqlite_")
         if schema == new_schema and name == new_name:
             return
-        with self._connect(fence) as conn:
-            self._attach(conn, "s0", schema)
-            target = "s0"
-            if new_schema != schema:
-                self._attach(conn, "s1", new_schema)
-                target = "s1"
-            with self._transaction(conn, fence):
-                source = self._table_name(conn, "s0", name)
-                existing = self._table_name(conn, target, new_name)
-                if source != name:
-                    if existing == new_name:
-                        return  # already renamed
-                    raise errors.NoSuchTable(f"Table {schema}.{name} does not exist in SQLite catalog")
-                same_table = target == "s0" and name.lower() == new_name.lower()
-                if existing is not None and not same_table:
-                    raise errors.TableAlreadyExists(f"Table {new_schema}.{existing} already exists in SQLite catalog")
-                if target == "s0":
-                    if same_table:  # SQLite refuses a case-only rename; go through a temporary name
-                        temporary = f"gravimeta_tmp_{uuid.uuid4().hex}"
-                        conn.execute(f"ALTER TABLE s0.{quote(name)} RENAME TO {quote(temporary)}")
-                        name = temporary
-                    conn.execute(f"ALTER TABLE s0.{quote(name)} RENAME TO {quote(new_name)}")
-                else:
-                    self._move(conn, name, new_name)
+        target = "s0" if new_schema == schema else "s1"
+        with self._connect(fence) as conn, self._writing(conn, fence, *dict.fromkeys((schema, new_schema))):
+            source = self._table_name(conn, "s0", name)
+            existing = self._table_name(conn, target, new_name)
+            if source != name:
+                if existing == new_name:
+                    return  # already renamed
+                raise errors.NoSuchTable(f"Table {schema}.{name} does not exist in SQLite catalog")
+            same_table = target == "s0" and name.lower() == new_name.lower()
+            if existing is not None and not same_table:
+                raise errors.TableAlreadyExists(f"Table {new_schema}.{existing} already exists in SQLite catalog")
+            if target == "s0":
+                if same_table:  # SQLite refuses a case-only rename; go through a temporary name
+                    temporary = f"gravimeta_tmp_{uuid.uuid4().hex}"
+                    conn.execute(f"ALTER TABLE s0.{quote(name)} RENAME TO {quote(temporary)}")
+                    name = temporary
+                conn.execute(f"ALTER TABLE s0.{quote(name)} RENAME TO {quote(new_name)}")
+            else:
+                self._move(conn, name, new_name)
 
     @staticmethod
     def _move(conn: sqlite3.Connection, name: str, new_name: str) -> None:
@@ -332,22 +380,20 @@ class SQLiteCatalogConnector(Connector):
         A table that already has the target shape is left alone, so a repeated alter is a no-op."""
         target = desired_shape(after)
         table_ddl("s0", after)  # validates keys and auto-increment before anything changes
-        with self._connect(fence) as conn:
-            self._attach(conn, "s0", schema)
-            with self._transaction(conn, fence), integrity(after.name):
-                if self._table_name(conn, "s0", after.name) != after.name:
-                    raise errors.NoSuchTable(f"Table {schema}.{after.name} does not exist in SQLite catalog")
-                current = real_shape(conn, "s0", after.name)
-                if same_by_affinity(current, target):
-                    return
-                real_names = [c[0] for c in current[0]]
-                renames = infer_renames(before, after) if real_names == [c.name for c in before.columns] else {}
-                plan = in_place_plan(f"s0.{quote(after.name)}", current, target, renames)
-                if plan is None:
-                    rebuild(conn, after, real_names, renames)
-                else:
-                    for statement in plan:
-                        conn.execute(statement)
+        with self._connect(fence) as conn, self._writing(conn, fence, schema), integrity(after.name):
+            if self._table_name(conn, "s0", after.name) != after.name:
+                raise errors.NoSuchTable(f"Table {schema}.{after.name} does not exist in SQLite catalog")
+            current = real_shape(conn, "s0", after.name)
+            if same_by_affinity(current, target):
+                return
+            real_names = [c[0] for c in current[0]]
+            renames = infer_renames(before, after) if real_names == [c.name for c in before.columns] else {}
+            plan = in_place_plan(f"s0.{quote(after.name)}", current, target, renames)
+            if plan is None:
+                rebuild(conn, after, real_names, renames)
+            else:
+                for statement in plan:
+                    conn.execute(statement)
 
     def test_connection(self) -> None:
         """The catalog file must be a readable SQLite database, or, before first use, its directory

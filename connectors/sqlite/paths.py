@@ -1,7 +1,8 @@
 """Where a `sqlite` catalog's files live: the catalog root, a catalog's file from its `path` property (kept
-inside the root, symlinks resolved), the file name of each schema (a short hash of its name, so any
-name maps to a distinct, portable file), and which files a catalog owns: no two catalogs may share any
-(location_guard), and no file with a second hard link is used (check_single_link)."""
+inside the root, symlinks resolved), the file name of each schema incarnation (a short hash of the
+schema's name and the incarnation's number: any name maps to a portable file no other incarnation has),
+and which files a catalog owns: no two catalogs may share any (location_guard), and no file with a second
+hard link is used (check_single_link)."""
 
 from __future__ import annotations
 
@@ -79,11 +80,14 @@ def _check_lengths(raw: str, parts: tuple[str, ...]) -> None:
             )
 
 
-def schema_file_name(schema: str) -> str:
-    """A short, portable, collision-free file name for any schema name."""
+def schema_file_name(schema: str, incarnation: int | None = None) -> str:
+    """A short, portable file name for one incarnation of a schema: `<slug>-<hash>.<incarnation>.sqlite`,
+    unique as long as incarnations are never reused (registry.py). Without an incarnation: the name of
+    the first layout, `<slug>-<hash>.sqlite`, which files made before incarnations still have (the
+    registry names each schema's file, so nothing computes it any more)."""
     slug = re.sub(r"[^A-Za-z0-9_-]+", "_", schema)[:40].strip("_") or "schema"
     digest = hashlib.sha256(schema.encode("utf-8")).hexdigest()[:16]
-    return f"{slug}-{digest}.sqlite"
+    return f"{slug}-{digest}.sqlite" if incarnation is None else f"{slug}-{digest}.{incarnation}.sqlite"
 
 
 # ------------------------------------------------------------------ files a catalog owns, and links

@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from connectors.sqlite import schema_file_name
+from connectors.sqlite import schema_file
 from gravimeta.app import create_app
 from gravimeta.config import Settings
 
@@ -49,7 +49,7 @@ def test_a_sqlite_catalog_over_rest_makes_real_tables(client, sqlite_root):
         "name": "t--1", "columns": [{"name": "id", "type": "long", "nullable": False}, {"name": "n", "type": "varchar(5)"}],
     })
     assert response.status_code == 200, response.json
-    conn = sqlite3.connect(sqlite_root / "rest" / "cat.db.schemas" / schema_file_name("we=ird"))
+    conn = sqlite3.connect(schema_file(sqlite_root / "rest" / "cat.db", "we=ird"))
     assert [tuple(r[1:4]) for r in conn.execute('PRAGMA table_info("t--1")')] == [("id", "INTEGER", 1), ("n", "TEXT", 0)]
 
 

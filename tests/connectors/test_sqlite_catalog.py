@@ -9,14 +9,20 @@ import sqlite3
 import pytest
 
 from connectors.base import CatalogContext
-from connectors.sqlite import SQLiteCatalogConnector, quote, resolve_catalog_path, schema_file_name
+from connectors.sqlite import (
+    SQLiteCatalogConnector,
+    quote,
+    resolve_catalog_path,
+    schema_file,
+    schema_file_name,
+)
 from gravimeta import errors
 from gravimeta.entities import Column, Schema, Table
 
 
 def open_schema(connector: SQLiteCatalogConnector, schema: str) -> sqlite3.Connection:
     """A plain sqlite3 connection to a schema's database file, as any SQLite tool would open it."""
-    return sqlite3.connect(connector._schema_dir() / schema_file_name(schema))
+    return sqlite3.connect(schema_file(connector.path, schema))
 
 
 def sql_of(conn: sqlite3.Connection, table: str) -> str:
@@ -39,8 +45,9 @@ def sales(sqlite_connector):
 def test_the_catalog_is_a_sqlite_file_listing_its_schema_files(sales, sqlite_root):
     catalog_file = sqlite_root / "catalogs" / "sq.db"
     rows = sqlite3.connect(catalog_file).execute("SELECT name, file FROM gravimeta_schemas").fetchall()
-    assert rows == [("sales", schema_file_name("sales"))]
-    assert (sqlite_root / "catalogs" / "sq.db.schemas" / schema_file_name("sales")).is_file()
+    [(name, file_name)] = rows
+    assert name == "sales" and file_name.startswith(schema_file_name("sales").removesuffix(".sqlite") + ".")
+    assert (sqlite_root / "catalogs" / "sq.db.schemas" / file_name).is_file()
 
 
 def test_create_table_issues_real_ddl_with_mapped_types_keys_and_defaults(sales):
@@ -247,10 +254,11 @@ def test_connection_test_rejects_a_path_under_a_regular_file(sqlite_root):
 
 def test_orphan_schema_file_left_by_an_interrupted_drop_is_not_resurrected(sales):
     sales.create_table("sales", Table("t", [Column("a", "integer")]))
-    file = sales._schema_dir() / schema_file_name("sales")
+    file = schema_file(sales.path, "sales")
+    assert file is not None
     kept = file.read_bytes()
     sales.drop_schema("sales", cascade=True)
     file.write_bytes(kept)  # as if the process died between the registry commit and the unlink
     assert "sales" not in sales.list_schemas()
     sales.create_schema(Schema("sales"))
-    assert sales.list_tables("sales") == []
+    assert sales.list_tables("sales") == [] and schema_file(sales.path, "sales") != file

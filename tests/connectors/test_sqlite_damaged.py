@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from connectors.sqlite import ROOT_ENV, schema_file_name
+from connectors.sqlite import ROOT_ENV, schema_file
 from gravimeta.app import create_app
 from gravimeta.config import Settings
 
@@ -69,7 +69,7 @@ def test_damaged_catalog_file_is_502(client, root, damage):
 
 @pytest.mark.parametrize("damage", sorted(DAMAGE))
 def test_damaged_schema_file_is_502(client, root, damage):
-    DAMAGE[damage](root / "q.db.schemas" / schema_file_name("s"))
+    DAMAGE[damage](schema_file(root / "q.db", "s"))
     for call in (lambda: client.get(TABLES),
                  lambda: client.post(TABLES, json={"name": "t2", "columns": [{"name": "c", "type": "integer"}]}),
                  lambda: client.delete(f"{TABLES}/t")):

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
-from connectors.sqlite import ROOT_ENV, schema_file_name
+from connectors.sqlite import ROOT_ENV, schema_file
 from gravimeta import errors, failpoints
 from gravimeta.app import create_app
 from gravimeta.config import Settings
@@ -56,7 +56,7 @@ def client(db_url, tmp_path, monkeypatch, engine_guarded):
 
 
 def engine_columns(tmp_path, table: str) -> list[tuple[str, str]]:
-    conn = sqlite3.connect(tmp_path / "sqlite-root" / "q.db.schemas" / schema_file_name("s"))
+    conn = sqlite3.connect(schema_file(tmp_path / "sqlite-root" / "q.db", "s"))
     try:
         return [(r[1], r[2]) for r in conn.execute(f"PRAGMA table_info(\"{table}\")")]
     finally:

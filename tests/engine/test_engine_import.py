@@ -26,7 +26,7 @@ from sqlalchemy import select
 
 from connectors.base import CatalogContext, Connector
 from connectors.hive import HiveConnector
-from connectors.sqlite import ROOT_ENV, SQLiteCatalogConnector, schema_file_name
+from connectors.sqlite import ROOT_ENV, SQLiteCatalogConnector, schema_file
 from gravimeta.app import create_app
 from gravimeta.config import Settings
 from gravimeta.entities import Column, Schema, Table
@@ -62,8 +62,7 @@ def sqlite_engine(world: dict[str, Any], path: str = "existing.db") -> tuple[dic
     outside.prepare_engine()
     outside.create_schema(Schema("sales"))
     outside.create_table("sales", Table("orders", _columns()))
-    schema_file = world["root"] / f"{path}.schemas" / schema_file_name("sales")
-    conn = sqlite3.connect(schema_file)
+    conn = sqlite3.connect(schema_file(world["root"] / path, "sales"))
     conn.execute('CREATE TABLE "events" (id INTEGER PRIMARY KEY, kind VARCHAR(20) NOT NULL, at REAL, raw BLOB)')
     conn.commit()
     conn.close()
@@ -299,7 +298,7 @@ def test_a_property_change_of_an_imported_sqlite_table_leaves_the_engine_table_a
     assert client.get(base).status_code == 200
     response = client.put(base, json={"updates": [{"@type": "setProperty", "property": "k", "value": "v"}]})
     assert response.status_code == 200, response.json
-    conn = sqlite3.connect(world["root"] / "existing.db.schemas" / schema_file_name("sales"))
+    conn = sqlite3.connect(schema_file(world["root"] / "existing.db", "sales"))
     try:
         assert [r[2] for r in conn.execute('PRAGMA table_info("events")')] == ["INTEGER", "VARCHAR(20)", "REAL", "BLOB"]
     finally:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
-from connectors.sqlite import ROOT_ENV, schema_file_name
+from connectors.sqlite import ROOT_ENV, schema_file
 from gravimeta.app import create_app
 from gravimeta.config import Settings
 from tests.hardening.conftest import assert_error_body
@@ -225,7 +225,7 @@ def journal_rows(db_url: str) -> list[Any]:
 
 
 def engine_tables(root, schema: str = "s") -> list[str]:
-    conn = sqlite3.connect(root / "q.db.schemas" / schema_file_name(schema))
+    conn = sqlite3.connect(schema_file(root / "q.db", schema))
     try:
         return sorted(r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
     finally:

@@ -1,0 +1,60 @@
+"""A `sqlite` drop schema that pauses after its engine commit cannot delete the schema re-created since.
+
+Replica A drops schema s: its fenced transaction in the catalog file commits, and A is stopped at the
+failpoint right after it, before the schema's file is deleted; A is SIGSTOPped past its lease. Replica
+B then creates s again (its claim waits out A's lease, its repair finds A's drop applied in the engine
+and finishes it in the store) and creates table t in it. When A goes on, it deletes the file of the
+incarnation it dropped; B's s has a file of its own, so t stays, in the store and in the engine.
+
+Before schema files were per incarnation (one name per schema name, deleted unfenced after the commit),
+A deleted the file of B's s: the store had t, the engine had no file for s at all.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from tests.engine.conftest import Api, engine_of, in_background, ok, sqlite_properties
+
+
+def wait_stopped(pid: int, timeout: float = 10.0) -> None:
+    """Until every thread of `pid` is stopped. A SIGSTOP stops a process's threads only once the one the
+    kernel picked runs; another thread can meanwhile go on (here: see the failpoint's resume file)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        states = []
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/status") as status:
+                states += [line.split()[1] for line in status if line.startswith("State:")]
+        if all(state in ("T", "t") for state in states):
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} not stopped within {timeout}s")
+
+
+def test_a_drop_schema_paused_after_its_engine_commit_leaves_the_re_created_schema_alone(cluster, monkeypatch):
+    properties = sqlite_properties()
+    a, b = Api(cluster.replica("a")), Api(cluster.replica("b"))
+    ok(b.metalake())
+    ok(b.catalog("sqlite", properties))
+    ok(b.schema())
+    ok(b.table("old"))
+    cluster.fp.arm("sqlite.schema_unregistered", tag="a")
+    thread, late = in_background(lambda: a.drop_schema())
+    reached = cluster.fp.wait_reached("sqlite.schema_unregistered", tag="a")
+    engine = engine_of(cluster, "sqlite", properties, monkeypatch)
+    assert "s" not in engine.list_schemas()  # A's engine commit is in
+    cluster.pause("a")
+    wait_stopped(reached.pid)
+    cluster.fp.resume(reached)  # it goes on (deletes the file it dropped) only once continued
+    try:
+        ok(b.schema())  # waits out A's lease, settles A's drop, creates s again
+        ok(b.table("t"))
+    finally:
+        cluster.resume("a")
+    thread.join(60)
+    assert late, "A never answered"
+    assert b.schemas() == engine.list_schemas() == ["s"]
+    assert b.tables() == engine.list_tables("s") == ["t"]
+    assert cluster.open_intents() == []
