@@ -2,7 +2,7 @@
 of its steps (test_sqlite_incarnations.py): `python -m tests.connectors.sqlite_child '<json config>'`.
 
 Config: root (the catalog root), path (the catalog's `path` property), call (create_schema, drop_schema,
-create_table), schema, table, scope and token (the call's fence; no token: no fence), fp_dir and tag
+create_table), schema, table, key and token (the call's fence; no token: no fence), fp_dir and tag
 (failpoints on for this tag). The child prints one line, OK <result> or ERROR <type> <message>, and exits.
 """
 
@@ -23,7 +23,7 @@ def run(cfg: dict[str, Any]) -> Any:
     os.environ[ROOT_ENV] = cfg["root"]
     failpoints.configure(cfg["fp_dir"], cfg["tag"])
     connector = SQLiteCatalogConnector(CatalogContext("lake", "sq", {"path": cfg["path"]}))
-    fence = Fence(cfg.get("scope", "/lake/sq"), cfg.get("token"))
+    fence = Fence(cfg.get("key", "/lake/sq"), cfg.get("token"))
     if cfg["call"] == "create_schema":
         return connector.create_schema(Schema(cfg["schema"]), fence=fence)
     if cfg["call"] == "drop_schema":

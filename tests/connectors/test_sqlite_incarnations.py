@@ -26,7 +26,7 @@ from gravimeta.entities import Column, Schema, Table
 from tests.support.failpoints import Failpoints
 
 REPO = Path(__file__).resolve().parents[2]
-SCOPE = "/lake/sq/s"
+KEY = "/lake/sq/s"
 
 
 def table(name: str) -> Table:
@@ -79,15 +79,15 @@ def test_a_drop_paused_after_its_commit_never_deletes_the_schema_re_created_sinc
         sqlite_connector, sqlite_root, catalog_file, fp):
     """The issue's interleaving: worker A's drop commits (fenced) and pauses before removing the file; its
     lease is stolen, and B re-creates the schema under the same name and fills a table; A goes on."""
-    sqlite_connector.create_schema(Schema("s"), fence=Fence(SCOPE, 5))
-    sqlite_connector.create_table("s", table("old"), fence=Fence(SCOPE, 5))
+    sqlite_connector.create_schema(Schema("s"), fence=Fence(KEY, 5))
+    sqlite_connector.create_table("s", table("old"), fence=Fence(KEY, 5))
     fp.arm("sqlite.schema_unregistered", tag="a")
-    a = call_in_child(sqlite_root, fp, "a", call="drop_schema", schema="s", scope=SCOPE, token=5)
+    a = call_in_child(sqlite_root, fp, "a", call="drop_schema", schema="s", key=KEY, token=5)
     paused = fp.wait_reached("sqlite.schema_unregistered", tag="a")
     assert "s" not in sqlite_connector.list_schemas()  # A's drop committed
 
-    sqlite_connector.create_schema(Schema("s"), fence=Fence(SCOPE, 6))  # B, under the stolen lease
-    sqlite_connector.create_table("s", table("t"), fence=Fence(SCOPE, 6))
+    sqlite_connector.create_schema(Schema("s"), fence=Fence(KEY, 6))  # B, under the stolen lease
+    sqlite_connector.create_table("s", table("t"), fence=Fence(KEY, 6))
     live = schema_file(catalog_file, "s")
     assert live is not None
     fill(live, "t", 3)
