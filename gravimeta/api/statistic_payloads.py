@@ -7,6 +7,7 @@ null is refused at any depth (Gravitino's reader rejects it)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from marshmallow import ValidationError, fields, validate
@@ -16,6 +17,10 @@ from gravimeta.api.dto import audit
 from gravimeta.entities import Statistic
 
 NAME_MAX = 128
+#: the longest statistic value, in characters of its JSON text (as stored)
+VALUE_MAX_CHARS = 8_192
+#: the most statistics one update may set (a table update's map; all partitions' maps of a partition update)
+UPDATE_MAX = 1_000
 PARTITION_NAME_MAX = 512
 _LONG = (-(2**63), 2**63 - 1)
 _NOT_BLANK = validate.Regexp(r"\s*\S", error="must not be blank")
@@ -37,7 +42,11 @@ def check_value(value: Any, where: str = "value") -> Any:
 
 class StatisticValueField(fields.Field):
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
-        return check_value(value, attr or "value")
+        checked = check_value(value, attr or "value")
+        size = len(json.dumps(checked))
+        if size > VALUE_MAX_CHARS:
+            raise ValidationError(f"the value is {size} characters of JSON; the limit is {VALUE_MAX_CHARS}")
+        return checked
 
 
 def _statistic_name(max_length: int = NAME_MAX, **kwargs: Any) -> fields.String:
@@ -47,7 +56,7 @@ def _statistic_name(max_length: int = NAME_MAX, **kwargs: Any) -> fields.String:
 def _statistics() -> fields.Dict:
     """A name -> value map with at least one entry."""
     return fields.Dict(keys=_statistic_name(), values=StatisticValueField(required=True), required=True,
-                       validate=validate.Length(min=1))
+                       validate=validate.Length(min=1, max=UPDATE_MAX))
 
 
 class StatisticsUpdate(payloads.Base):
@@ -63,9 +72,15 @@ class PartitionStatisticsUpdateItem(payloads.Base):
     statistics = _statistics()
 
 
+def _at_most_update_max(items: list[dict[str, Any]]) -> None:
+    total = sum(len(item["statistics"]) for item in items)
+    if total > UPDATE_MAX:
+        raise ValidationError(f"sets {total} partition statistics; one update may set at most {UPDATE_MAX}")
+
+
 class PartitionStatisticsUpdate(payloads.Base):
     updates = fields.List(fields.Nested(PartitionStatisticsUpdateItem), required=True,
-                          validate=validate.Length(min=1))
+                          validate=[validate.Length(min=1, max=UPDATE_MAX), _at_most_update_max])
 
 
 class PartitionStatisticsDropItem(payloads.Base):

@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import Blueprint, current_app, request
 
-from gravimeta import metadata_objects
+from gravimeta import errors, metadata_objects
 from gravimeta.access import rules
 from gravimeta.access.facts import TABLE
 from gravimeta.api import dto, payloads
@@ -22,7 +22,7 @@ from gravimeta.api.statistic_payloads import (
     statistic,
 )
 from gravimeta.dispatch.statistics import StatisticDispatcher
-from gravimeta.store.statistics import PartitionRange
+from gravimeta.store.statistics import PAGE_MAX, Page, PartitionRange
 
 blueprint = Blueprint("statistics", __name__, url_prefix="/api/metalakes/<metalake>/objects/<kind>/<full_name>/statistics")
 
@@ -31,11 +31,25 @@ def statistics() -> StatisticDispatcher:
     return current_app.extensions["gravimeta"].dispatchers.statistics
 
 
+def page() -> Page:
+    """`?limit=N&offset=K` (gravimeta's extension; Gravitino 1.3 lists everything): without `limit`, the
+    whole listing, which the per-table limits bound."""
+    values = {}
+    for name, low, high in (("limit", 1, PAGE_MAX), ("offset", 0, 2**31 - 1)):
+        raw = request.args.get(name)
+        if raw is None or raw == "":
+            continue
+        if not raw.isascii() or not raw.isdigit() or not low <= int(raw) <= high:
+            raise errors.IllegalArgument(f"Query parameter '{name}' must be an integer from {low} to {high}")
+        values[name] = int(raw)
+    return Page(values.get("limit"), values.get("offset", 0))
+
+
 @blueprint.get("")
 @needs(rules.LOAD_TABLE, on=TABLE)
 @operation("statistic", "LIST", "full_name", parent_arg="metalake")
 def list_statistics(metalake: str, kind: str, full_name: str) -> Any:
-    found = statistics().list_statistics(metalake, metadata_objects.parse(kind, full_name))
+    found = statistics().list_statistics(metalake, metadata_objects.parse(kind, full_name), page())
     return dto.ok(statistics=[statistic(s) for s in found])
 
 
@@ -69,7 +83,7 @@ def list_partition_statistics(metalake: str, kind: str, full_name: str) -> Any:
                           request.args.get("to"), flag("toInclusive", False))
     operation_names(f"{'(-INF' if span.lower is None else ('[' if span.lower_inclusive else '(') + span.lower},"
                     f"{'INF)' if span.upper is None else span.upper + (']' if span.upper_inclusive else ')')}")
-    found = statistics().list_partitions(metalake, metadata_objects.parse(kind, full_name), span)
+    found = statistics().list_partitions(metalake, metadata_objects.parse(kind, full_name), span, page())
     return dto.ok(partitionStatistics=[
         {"partitionName": name, "statistics": [statistic(s) for s in stats]} for name, stats in found
     ])

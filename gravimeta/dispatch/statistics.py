@@ -15,7 +15,7 @@ from gravimeta.concurrency.tree_lock import LockType
 from gravimeta.entities import NameIdentifier, Statistic
 from gravimeta.metadata_objects import MetadataObject
 from gravimeta.store import EntityStore
-from gravimeta.store.statistics import PartitionRange, StatisticStore
+from gravimeta.store.statistics import ALL, Page, PartitionRange, StatisticStore
 
 CUSTOM_PREFIX = "custom-"
 
@@ -38,10 +38,10 @@ class StatisticDispatcher:
     def _lock(self, m: str, table: MetadataObject, lock_type: LockType) -> AbstractContextManager[None]:
         return self.coordinator.local(NameIdentifier((m, *table.names)), lock_type)
 
-    def list_statistics(self, m: str, table: MetadataObject) -> list[Statistic]:
+    def list_statistics(self, m: str, table: MetadataObject, page: Page = ALL) -> list[Statistic]:
         require_table(table, "Listing statistics")
         with self._lock(m, table, LockType.READ):
-            return self.statistics.list_table(m, table)
+            return self.statistics.list_table(m, table, page)
 
     def update_statistics(self, m: str, table: MetadataObject, updates: dict[str, Any], user: str) -> None:
         require_table(table, "Update statistics")
@@ -54,10 +54,11 @@ class StatisticDispatcher:
         with self._lock(m, table, LockType.WRITE):
             return self.statistics.drop_table(m, table, names)
 
-    def list_partitions(self, m: str, table: MetadataObject, span: PartitionRange) -> list[tuple[str, list[Statistic]]]:
+    def list_partitions(self, m: str, table: MetadataObject, span: PartitionRange,
+                        page: Page = ALL) -> list[tuple[str, list[Statistic]]]:
         require_table(table, "Listing partition statistics")
         with self._lock(m, table, LockType.READ):
-            return self.statistics.list_partitions(m, table, span)
+            return self.statistics.list_partitions(m, table, span, page)
 
     def update_partitions(self, m: str, table: MetadataObject, updates: list[tuple[str, dict[str, Any]]],
                           user: str) -> None:

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, cast
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm import Session
 
-from gravimeta import failpoints
+from gravimeta import errors, failpoints
 from gravimeta.entities import Statistic
 from gravimeta.metadata_objects import MetadataObject
 from gravimeta.store import objects
@@ -31,6 +31,28 @@ from gravimeta.store.database import disabled_for_test
 from gravimeta.store.entity_store import EntityStore, now_iso
 
 StatisticRow = TableStatisticRow | PartitionStatisticRow
+
+# Limits per table (docs/hardening.md, "Statistics"). They bound what one GET can return (values are at
+# most statistic_payloads.VALUE_MAX_CHARS characters of JSON each): an update that would pass one is
+# refused (400) and changes nothing.
+TABLE_STATISTICS_MAX = 1_000
+TABLE_STATISTICS_MAX_CHARS = 1 << 20  # 1 MiB of JSON text over all of a table's statistic values
+PARTITION_STATISTICS_MAX = 10_000  # (partition, statistic) pairs of one table
+PARTITION_STATISTICS_MAX_CHARS = 4 << 20
+#: the largest page a GET may ask for (`limit`)
+PAGE_MAX = 1_000
+
+
+@dataclass(frozen=True)
+class Page:
+    """Which slice of a listing to return: `limit` items (None: all) after skipping `offset`; for
+    partition statistics, the items are partitions (each with all its statistics)."""
+
+    limit: int | None = None
+    offset: int = 0
+
+
+ALL = Page()
 
 
 @dataclass(frozen=True)
@@ -53,11 +75,11 @@ class StatisticStore:
 
     # ------------------------------------------------------------------ table statistics
 
-    def list_table(self, m: str, table: MetadataObject) -> list[Statistic]:
+    def list_table(self, m: str, table: MetadataObject, page: Page = ALL) -> list[Statistic]:
         with self.store.snapshot() as s:
             table_id = objects.resolve(self.store, s, m, table).id
             rows = s.scalars(select(TableStatisticRow).where(TableStatisticRow.table_id == table_id)
-                             .order_by(TableStatisticRow.name))
+                             .order_by(TableStatisticRow.name).limit(page.limit).offset(page.offset))
             return [statistic_of(r) for r in rows]
 
     def update_table(self, m: str, table: MetadataObject, updates: dict[str, Any], user: str) -> None:
@@ -67,6 +89,8 @@ class StatisticStore:
                 TableStatisticRow.table_id == table_id, TableStatisticRow.name.in_(list(updates))))}
             failpoints.hit("statistics.before_write", metalake=m, table=table.full_name)
             _upsert(s, existing, updates, user, partial(TableStatisticRow, table_id=table_id))
+            _check_totals(s, TableStatisticRow, table_id, TABLE_STATISTICS_MAX, TABLE_STATISTICS_MAX_CHARS,
+                          "statistics")
 
         self.store.write(work)
 
@@ -83,8 +107,9 @@ class StatisticStore:
 
     # ------------------------------------------------------------------ partition statistics
 
-    def list_partitions(self, m: str, table: MetadataObject, span: PartitionRange) -> list[tuple[str, list[Statistic]]]:
-        """(partition name, its statistics) for the partitions in `span`, by name."""
+    def list_partitions(self, m: str, table: MetadataObject, span: PartitionRange,
+                        page: Page = ALL) -> list[tuple[str, list[Statistic]]]:
+        """(partition name, its statistics) for the partitions in `span`, by name; `page` counts partitions."""
         with self.store.snapshot() as s:
             table_id = objects.resolve(self.store, s, m, table).id
             query = select(PartitionStatisticRow).where(PartitionStatisticRow.table_id == table_id)
@@ -93,6 +118,9 @@ class StatisticStore:
                 query = query.where(name >= span.lower if span.lower_inclusive else name > span.lower)
             if span.upper is not None:
                 query = query.where(name <= span.upper if span.upper_inclusive else name < span.upper)
+            if page.limit is not None or page.offset:
+                names = query.with_only_columns(name).distinct().order_by(name).limit(page.limit).offset(page.offset)
+                query = query.where(name.in_(list(s.scalars(names))))
             grouped: dict[str, list[Statistic]] = {}
             for row in s.scalars(query.order_by(name, PartitionStatisticRow.name)):
                 grouped.setdefault(row.partition_name, []).append(statistic_of(row))
@@ -115,6 +143,8 @@ class StatisticStore:
             for (partition, values), found in zip(updates, existing, strict=True):
                 _upsert(s, found, values, user, partial(PartitionStatisticRow, table_id=table_id,
                                                         partition_name=partition))
+            _check_totals(s, PartitionStatisticRow, table_id, PARTITION_STATISTICS_MAX,
+                          PARTITION_STATISTICS_MAX_CHARS, "partition statistics")
 
         self.store.write(work)
 
@@ -152,6 +182,20 @@ def _upsert(s: Session, existing: dict[str, Any], values: dict[str, Any], user: 
             row.value = value
             touch(row, user, when)
     s.flush()
+
+
+def _check_totals(s: Session, model: type[StatisticRow], table_id: int, most: int, most_chars: int,
+                  what: str) -> None:
+    """After the upsert, in its transaction (the table row is locked, so no concurrent update of this
+    table can pass the limit alongside): refuse the update, rolling it back, when the table now has more
+    than `most` rows or more than `most_chars` characters of JSON values."""
+    count, chars = s.execute(select(func.count(), func.coalesce(func.sum(func.length(model.value)), 0))
+                             .where(model.table_id == table_id)).one()
+    if count > most:
+        raise errors.IllegalArgument(f"this update would give the table {count} {what}; the limit is {most}")
+    if chars > most_chars:
+        raise errors.IllegalArgument(f"this update would give the table {chars} characters of {what} values; "
+                                     f"the limit is {most_chars}")
 
 
 def _count(result: Any) -> int:
