@@ -63,6 +63,8 @@ class ClusterState:
     replicas: list[Proc] = field(default_factory=list)
     haproxy: Proc | None = None
     haproxy_stats_port: int | None = None
+    #: the replicas' gunicorn graceful timeout: how long `stop` must let them finish in-flight requests
+    graceful_timeout_s: int = 30
 
     def save(self, run_dir: Path) -> None:
         (run_dir / "state.json").write_text(json.dumps(asdict(self), indent=2))
@@ -195,7 +197,7 @@ def _wait_healthy(proc: subprocess.Popen[bytes], url: str, what: str, log: Path,
 
 
 def start(run_dir: Path, store_url: str | None, replicas: int, lock: bool, backend: str, port: int,
-          workers: int = 2, use_haproxy: bool = True, say: Any = print) -> ClusterState:
+          workers: int = 2, use_haproxy: bool = True, say: Any = print, graceful_timeout_s: int = 30) -> ClusterState:
     """Start the cluster; on any failure stop what was started and raise ClusterError."""
     run_dir.mkdir(parents=True, exist_ok=True)
     existing = ClusterState.load(run_dir)
@@ -217,7 +219,10 @@ def start(run_dir: Path, store_url: str | None, replicas: int, lock: bool, backe
     except (OperationalError, InterfaceError) as exc:  # the server refuses, is away, or denies CREATE
         raise ClusterError(f"cannot create or migrate the store {shown}: {store_unreachable(exc)}") from None
     say(f"migrations: {shown} at revision {revision}")
-    state = ClusterState(url, lock, backend, workers, str((run_dir / "sqlite-catalogs").resolve()))
+    # rows a previous run of these replicas left behind (killed, or stopped without this fix) are not peers
+    forget_exited_replicas(url, [f"replica-{i}" for i in range(1, replicas + 1)], say)
+    state = ClusterState(url, lock, backend, workers, str((run_dir / "sqlite-catalogs").resolve()),
+                         graceful_timeout_s=graceful_timeout_s)
     Path(state.sqlite_root).mkdir(exist_ok=True)
     env = {**os.environ, "GRAVIMETA_DISTRIBUTED_LOCK": "true" if lock else "false",
            "GRAVIMETA_DISTRIBUTED_LOCK_BACKEND": backend, "GRAVIMETA_SQLITE_CATALOG_ROOT": state.sqlite_root}
@@ -266,12 +271,22 @@ def _alive(pid: int) -> bool:
         return True
 
 
-def stop(run_dir: Path, timeout: float = 20.0, say: Any = print) -> int:
-    """Stop every process recorded in state.json (SIGTERM to its group, SIGKILL after `timeout`)."""
+#: how much longer than the replicas' graceful timeout `stop` waits before SIGKILL: the gunicorn master
+#: itself waits out graceful_timeout for its workers, then removes its pid file and exits
+STOP_MARGIN_S = 10.0
+
+
+def stop(run_dir: Path, timeout: float | None = None, say: Any = print) -> int:
+    """Stop every process recorded in state.json: SIGTERM to its group, SIGKILL after `timeout` (default:
+    the replicas' graceful timeout + STOP_MARGIN_S; a fixed 20 s used to kill replicas that were still
+    finishing requests within gunicorn's 30 s, before their workers removed their gm_node rows). Then
+    the gm_node rows of replicas whose processes are gone are deleted, so a killed replica is not
+    counted as a live peer by the next cluster on this store."""
     state = ClusterState.load(run_dir)
     if state is None:
         say(f"no cluster state in {run_dir}")
         return 0
+    timeout = state.graceful_timeout_s + STOP_MARGIN_S if timeout is None else timeout
     procs = [p for p in _procs(state) if _alive(p.pid)]
     for p in procs:
         try:
@@ -288,8 +303,44 @@ def stop(run_dir: Path, timeout: float = 20.0, say: Any = print) -> int:
             except ProcessLookupError:
                 pass
         say(f"stopped {p.name} (pid {p.pid})")
+    forget_exited_replicas(state.store_url, [r.name for r in state.replicas], say)
     (run_dir / "state.json").unlink(missing_ok=True)
     return len(procs)
+
+
+def forget_exited_replicas(store_url: str, names: list[str], say: Any = print) -> int:
+    """Delete the gm_node rows of these replicas (node ids `<name>:<pid>`) whose process no longer runs on
+    this machine. Every replica of a `gravimeta cluster` runs here, so the pid says for certain whether a
+    row's worker exited; a SIGKILLed worker never removes its own row, and until the row left the live
+    window (90 s) `locks` counted it: the lock reported ON and OFF on the same replicas."""
+    import socket
+
+    from sqlalchemy import delete, or_, select
+
+    from gravimeta.concurrency.tables import node
+    from gravimeta.store.database import create_store_engine
+    from gravimeta.store_target import missing_sqlite_file
+
+    if not names or missing_sqlite_file(store_url):  # nothing registered there; opening would create it
+        return 0
+    host = socket.gethostname()[:255]
+    engine = create_store_engine(store_url)
+    try:
+        with engine.begin() as conn:
+            rows = conn.execute(select(node.c.node_id, node.c.host, node.c.pid)
+                                .where(or_(*(node.c.node_id.like(f"{n}:%") for n in names)))).all()
+            gone = [r.node_id for r in rows
+                    if r.host == host and r.node_id.rsplit(":", 1)[0] in names and not _alive(r.pid)]
+            if gone:
+                conn.execute(delete(node).where(node.c.node_id.in_(gone)))
+    except (OperationalError, InterfaceError) as exc:  # the rows then age out of the live window
+        say(f"warning: could not remove the node rows of exited replicas: {store_unreachable(exc)}")
+        return 0
+    finally:
+        engine.dispose()
+    if gone:
+        say(f"removed {len(gone)} node row(s) of exited replica processes: {', '.join(sorted(gone))}")
+    return len(gone)
 
 
 def status(run_dir: Path) -> dict[str, Any] | None:
@@ -337,7 +388,7 @@ def cluster_start(settings: Any, replicas: int, lock: bool, backend: str, port: 
     `cluster` for another, e.g. SQLite), migrate it once, start the replicas, then HAProxy."""
     try:
         state = start(Path(run_dir), settings.store_url or None, replicas, lock, backend.upper(), port, workers,
-                      use_haproxy, say=click.echo)
+                      use_haproxy, say=click.echo, graceful_timeout_s=settings.graceful_timeout_s())
     except ClusterError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)

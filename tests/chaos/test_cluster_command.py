@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import urllib.request
 import uuid
 from pathlib import Path
@@ -16,7 +18,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from gravimeta.cluster import ClusterState, _alive, _port_free
+from gravimeta.cluster import ClusterState, Proc, _alive, _port_free
 from tests.conftest import require_backend
 from tests.support.databases import MYSQL_ADMIN_URL
 
@@ -102,3 +104,78 @@ def test_cluster_start_creates_a_missing_mariadb_database_and_locks_after_stop_n
         with admin.connect() as conn:
             conn.execute(text(f"DROP DATABASE IF EXISTS `{name}`"))
         admin.dispose()
+
+
+def node_rows(store: str) -> list[tuple[str, bool]]:
+    from gravimeta.concurrency.node_registry import list_nodes
+    from gravimeta.store.database import create_store_engine
+
+    engine = create_store_engine(store)
+    try:
+        return [(str(n["node"]), bool(n["lockEnabled"])) for n in list_nodes(engine)]
+    finally:
+        engine.dispose()
+
+
+def test_rows_of_killed_replicas_do_not_count_in_the_next_cluster(tmp_path):
+    """A lock-off cluster whose replicas were SIGKILLed (what `stop` did after 20 s) left their node rows;
+    the next `start --lock` then reported the lock ON and OFF on the same replicas."""
+    run_dir, port = tmp_path / "cluster", free_block(3)
+    store = f"sqlite:///{tmp_path / 'shared.db'}"
+    common = ["--replicas", "2", "--workers", "1", "--no-haproxy", "--port", str(port), "--run-dir", str(run_dir)]
+    try:
+        first = gravimeta("--store-url", store, "cluster", "start", "--no-lock", *common)
+        assert first.returncode == 0, first.stdout + first.stderr
+        state = ClusterState.load(run_dir)
+        assert state is not None and len([row for row in node_rows(store) if not row[1]]) == 2
+        for replica in state.replicas:  # killed, as SIGKILL leaves them: no worker_exit hook runs
+            os.killpg(replica.pid, signal.SIGKILL)
+        stopped = gravimeta("cluster", "stop", "--run-dir", str(run_dir))
+        assert stopped.returncode == 0, stopped.stderr
+        assert node_rows(store) == [], stopped.stdout
+        second = gravimeta("--store-url", store, "cluster", "start", "--lock", *common)
+        assert second.returncode == 0, second.stdout + second.stderr
+        listed = gravimeta("locks", "--json", "--run-dir", str(run_dir))
+        assert listed.returncode == 0, listed.stderr
+        body = json.loads(listed.stdout)
+        assert body["warnings"] == [], body["warnings"]
+        assert len(body["nodes"]) == 2 and all(n["lockEnabled"] for n in body["nodes"]), body["nodes"]
+    finally:
+        gravimeta("cluster", "stop", "--run-dir", str(run_dir))
+
+
+SLOW_TO_STOP = """
+import pathlib, signal, sys, time
+def finish(*_):
+    time.sleep(21)  # in-flight requests finishing within gunicorn's 30 s graceful timeout
+    pathlib.Path(sys.argv[1]).write_text("finished")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, finish)
+pathlib.Path(sys.argv[1] + ".ready").write_text("")
+while True:
+    time.sleep(1)
+"""
+
+
+def test_stop_waits_longer_than_the_graceful_timeout(tmp_path):
+    """A replica that takes 21 s to finish its requests on SIGTERM (gunicorn allows 30 s) ends on its own,
+    not by SIGKILL at 20 s."""
+    marker = tmp_path / "finished"
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_TO_STOP, str(marker)], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "finished.ready").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        run_dir = tmp_path / "cluster"
+        run_dir.mkdir()
+        state = ClusterState(f"sqlite:///{tmp_path / 'none.db'}", False, "NONE", 1, str(tmp_path / "roots"))
+        state.replicas.append(Proc("replica-1", proc.pid, 1, str(tmp_path / "r.log")))
+        state.save(run_dir)
+        stopped = gravimeta("cluster", "stop", "--run-dir", str(run_dir), timeout=90)
+        assert stopped.returncode == 0, stopped.stderr
+        assert proc.wait(timeout=30) == 0 and marker.read_text() == "finished"
+        assert not (tmp_path / "none.db").exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
