@@ -20,6 +20,7 @@ import json
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from connectors import metastore_allowlist
 from connectors.base import (
     DEFAULT_CALL_WINDOW_S,
     NO_FENCE,
@@ -72,6 +73,7 @@ def parse_uris(value: str) -> list[tuple[str, int]]:
             port = parts.port or 80
         except ValueError:
             raise errors.IllegalArgument(f"metastore.uris entry {raw!r} has a bad port") from None
+        metastore_allowlist.check(parts.hostname, port)
         endpoints.append((parts.hostname, port))
     return endpoints
 

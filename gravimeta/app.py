@@ -11,7 +11,7 @@ from typing import Any
 
 from flask import Flask, g
 
-from connectors import door_guard
+from connectors import door_guard, metastore_allowlist
 from connectors.registry import ConnectorRegistry
 from connectors.sqlite.paths import ROOT_ENV, catalog_root
 from gravimeta import failpoints
@@ -72,6 +72,8 @@ def build_services(settings: Settings, registry: ConnectorRegistry | None = None
     check_authorization(settings)
     if settings.sqlite_catalog_root:  # the sqlite provider reads its root at call time, from the environment
         os.environ[ROOT_ENV] = settings.sqlite_catalog_root
+    if settings.hive_allowed_metastores:  # so does the hive provider its allowed metastores
+        os.environ[metastore_allowlist.ENV] = settings.hive_allowed_metastores
     engine = create_store_engine(settings.resolved_store_url(),
                                  idle_transaction_timeout_ms=settings.idle_transaction_timeout())
     if not store_may_be_away:

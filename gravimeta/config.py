@@ -140,6 +140,11 @@ class Settings:
         default=False,
         metadata={"key": "gravitino.authorization.enable", "env": "GRAVIMETA_AUTHORIZATION_ENABLE"},
     )
+    # where `hive` catalogs may point (metastore.uris and connection tests): host:port entries; empty: anywhere
+    hive_allowed_metastores: str = field(
+        default="",
+        metadata={"key": "gravimeta.catalog.hive.allowed-metastores", "env": "GRAVIMETA_HIVE_ALLOWED_METASTORES"},
+    )
     # where the `sqlite` provider keeps its catalog files; empty: $GRAVIMETA_HOME/sqlite-catalogs
     sqlite_catalog_root: str = field(
         default="", metadata={"key": "gravimeta.catalog.sqlite.root", "env": "GRAVIMETA_SQLITE_CATALOG_ROOT"}
