@@ -644,12 +644,25 @@ def lift_faults(world: World) -> None:
 # ------------------------------------------------------------------------------------------------ check
 
 
+#: final repairs before an intent still open counts as a violation: a repair leaves an intent open when its
+#: engine did not answer within the catalog's client timeout (1 s for the soak's hive catalog), which a
+#: loaded machine can exceed once; an intent that no repair can settle stays open through all of them
+FINAL_REPAIRS = 3
+
+
 def repair(world: World) -> Settled:
     """`gravimeta repair --settle-seconds 0` with the servers' configuration (no failpoints), then what
-    the journal still holds open."""
+    the journal still holds open; again (up to FINAL_REPAIRS) while intents stay open."""
     env = {**os.environ, **world.server_env("soak-repair")}
     env.pop("GRAVIMETA_FAILPOINTS_DIR", None)
-    return settle(world.db_url, env)
+    for attempt in range(1, FINAL_REPAIRS + 1):
+        settled = settle(world.db_url, env)
+        if not settled.open and settled.returncode == 0:
+            return settled
+        if attempt < FINAL_REPAIRS:
+            world.cfg.say(f"[soak] repair {attempt}/{FINAL_REPAIRS} left {len(settled.open)} intent(s) open; again")
+            time.sleep(2.0)
+    return settled
 
 
 def plant_divergence(world: World) -> str:

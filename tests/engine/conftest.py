@@ -88,7 +88,13 @@ class Cluster:
         return Replica(server.url, name, timeout=60)
 
     def pause(self, name: str) -> None:
-        os.killpg(self.servers[name].process.pid, signal.SIGSTOP)  # type: ignore[union-attr]
+        """SIGSTOP the replica's process group, and return once every thread of it has stopped: the kernel
+        stops a process's threads only as each gets to run, so one may still take a step meanwhile (get
+        past a failpoint just resumed, take a lock) after killpg has returned."""
+        group = self.servers[name].process.pid  # type: ignore[union-attr]
+        os.killpg(group, signal.SIGSTOP)
+        for pid in group_members(group):
+            wait_stopped(pid)
 
     def resume(self, name: str) -> None:
         os.killpg(self.servers[name].process.pid, signal.SIGCONT)  # type: ignore[union-attr]
@@ -240,3 +246,35 @@ def sqlite_db_cluster(tmp_path, cluster_of) -> Iterator[Cluster]:
     """A cluster whose replicas share one SQLite database file (the lease table works there too)."""
     with fresh_database("sqlite", tmp_path) as url:
         yield cluster_of(url)
+
+
+def group_members(group: int) -> list[int]:
+    """The processes of process group `group` (from /proc)."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == group:  # after the command: state, ppid, pgrp
+                members.append(int(entry))
+    return members
+
+
+def wait_stopped(pid: int, timeout: float = 10.0) -> None:
+    """Until every thread of `pid` is stopped (or the process is gone)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            states = []
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/status") as status:
+                    states += [line.split()[1] for line in status if line.startswith("State:")]
+        except OSError:
+            return
+        if all(state in ("T", "t", "Z", "X") for state in states):
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} not stopped within {timeout}s")

@@ -12,25 +12,7 @@ A deleted the file of B's s: the store had t, the engine had no file for s at al
 
 from __future__ import annotations
 
-import os
-import time
-
 from tests.engine.conftest import Api, engine_of, in_background, ok, sqlite_properties
-
-
-def wait_stopped(pid: int, timeout: float = 10.0) -> None:
-    """Until every thread of `pid` is stopped. A SIGSTOP stops a process's threads only once the one the
-    kernel picked runs; another thread can meanwhile go on (here: see the failpoint's resume file)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        states = []
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/status") as status:
-                states += [line.split()[1] for line in status if line.startswith("State:")]
-        if all(state in ("T", "t") for state in states):
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"process {pid} not stopped within {timeout}s")
 
 
 def test_a_drop_schema_paused_after_its_engine_commit_leaves_the_re_created_schema_alone(cluster, monkeypatch):
@@ -45,8 +27,7 @@ def test_a_drop_schema_paused_after_its_engine_commit_leaves_the_re_created_sche
     reached = cluster.fp.wait_reached("sqlite.schema_unregistered", tag="a")
     engine = engine_of(cluster, "sqlite", properties, monkeypatch)
     assert "s" not in engine.list_schemas()  # A's engine commit is in
-    cluster.pause("a")
-    wait_stopped(reached.pid)
+    cluster.pause("a")  # returns once every thread of A is stopped
     cluster.fp.resume(reached)  # it goes on (deletes the file it dropped) only once continued
     try:
         ok(b.schema())  # waits out A's lease, settles A's drop, creates s again
