@@ -146,6 +146,9 @@ QUERY = {
     "to": ("string", "partition statistics up to this partition name (default: to the last)"),
     "fromInclusive": ("boolean", "include the `from` partition (default true)"),
     "toInclusive": ("boolean", "include the `to` partition (default false)"),
+    "limit": ("integer", "gravimeta's paging: at most this many statistics (partition statistics: partitions), 1 to 1000; "
+                         "default all (bounded by the per-table limits)"),
+    "offset": ("integer", "gravimeta's paging: skip this many first (default 0)"),
 }
 
 
@@ -159,13 +162,15 @@ def operations(op: Any) -> dict[str, Any]:
         "partitions.get_partition": op("Load a partition (its name may contain '/')", "PartitionResponse"),
         "partitions.drop_partition": op("Drop a partition (Hive: every partition a partial name matches)",
                                         "DropResponse", query=("purge",)),
-        "statistics.list_statistics": op("List a table's statistics", "StatisticListResponse"),
+        "statistics.list_statistics": op("List a table's statistics", "StatisticListResponse",
+                                         query=("limit", "offset")),
         "statistics.update_statistics": op("Set statistics of a table (names start with custom-)", "BaseResponse",
                                            "StatisticsUpdate"),
         "statistics.drop_statistics": op("Drop statistics of a table", "DropResponse", "StatisticsDrop"),
         "statistics.list_partition_statistics": op("List the statistics of a table's partitions by name range",
                                                    "PartitionStatisticsListResponse",
-                                                   query=("from", "to", "fromInclusive", "toInclusive")),
+                                                   query=("from", "to", "fromInclusive", "toInclusive", "limit",
+                                                          "offset")),
         "statistics.update_partition_statistics": op("Set statistics of partitions", "BaseResponse",
                                                      "PartitionStatisticsUpdate"),
         "statistics.drop_partition_statistics": op("Drop statistics of partitions", "DropResponse",
