@@ -145,7 +145,8 @@ def test_partition_statistic_requests_are_checked(api, schema):
     bad_request(api.put(path, {"updates": [{"partitionName": " ", "statistics": {"custom-a": 1}}]}), "partitionName")
     bad_request(api.put(path, {"updates": [{"partitionName": "p", "statistics": {}}]}), "statistics")
     bad_request(api.post(path, {"drops": [{"partitionName": "p", "statisticNames": []}]}), "statisticNames")
-    bad_request(api.get(path, query_string={"fromInclusive": "maybe"}), "fromInclusive")
+    # fromInclusive is a JAX-RS boolean in Gravitino: a value other than "true" reads as false, not a 400
+    assert api.get(path, query_string={"fromInclusive": "maybe"}).status_code == 200
     assert partition_stats(api, table) == {}
 
 
