@@ -11,6 +11,7 @@ from flask import Flask
 
 
 def register_api(app: Flask) -> None:
+    from gravimeta import console
     from gravimeta.access.reader import AccessReader
     from gravimeta.api import (
         admin,
@@ -39,6 +40,7 @@ def register_api(app: Flask) -> None:
         app.register_blueprint(module.blueprint)
     app.register_blueprint(principals.users)
     app.register_blueprint(principals.groups)
+    app.register_blueprint(console.blueprint)  # the web console at / (static files; it calls the API)
     register_request_log(app)  # before authentication: a 401 is logged with its request id too
     register_auth(app, app.extensions["gravimeta"].settings)
     register_input_rules(app)  # after authentication: it checks the authenticated user too

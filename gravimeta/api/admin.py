@@ -1,4 +1,5 @@
-"""Operator endpoints: live cross-node claims, replicas and what is unsafe about them (/api/admin/locks),
+"""Operator endpoints: live cross-node claims, replicas, open journal intents and what is unsafe about them
+(/api/admin/locks, with the database clock the leases are judged by, so a client can show time left),
 Prometheus text at /metrics and at /prometheus/metrics (the path Gravitino serves it on).
 
 Not part of Gravitino's API. They read the shared database directly, so any replica shows the claims of
@@ -13,9 +14,11 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, multiprocess
+from sqlalchemy import select
 
 from gravimeta.api.door import operator
 from gravimeta.api.dto import ok
+from gravimeta.concurrency.db_clock import db_now, dialect_of
 from gravimeta.concurrency.node_registry import list_nodes
 from gravimeta.concurrency.reclaimer import live_claims
 from gravimeta.concurrency.replica_safety import store_warnings
@@ -31,6 +34,8 @@ def locks() -> Any:
     engine = services.store.engine
     runtime = services.coordinator.runtime
     nodes = list_nodes(engine)
+    with engine.connect() as conn:  # the clock leases are judged by: expiresAt - databaseTime is time left
+        now = conn.execute(select(db_now(dialect_of(engine)))).scalar_one()
     return ok(
         distributedLock={
             "enabled": services.settings.distributed_lock_enabled,
@@ -39,6 +44,10 @@ def locks() -> Any:
         claims=live_claims(engine),
         nodes=nodes,
         warnings=store_warnings(nodes),
+        intents=[{"id": i.id, "operation": i.operation, "path": i.scope_path, "state": i.state,
+                  "holder": i.holder, "detail": i.detail, "since": i.created_at}
+                 for i in services.reconciler.journal.pending()],
+        databaseTime=str(now),
     )
 
 

@@ -30,7 +30,8 @@ blueprint = Blueprint("health", __name__)
 
 #: endpoints that work without the store at the right schema (everything else waits for it)
 WITHOUT_STORE = frozenset({"health.live", "health.ready", "health.health", "version.version", "version.close",
-                           "openapi.document", "admin.metrics", "static"})
+                           "openapi.document", "admin.metrics", "static",
+                           "console.index", "console.asset"})
 
 
 def _answer(checks: list[Check]) -> Any:

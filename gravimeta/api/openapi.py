@@ -402,10 +402,14 @@ def _security(spec: APISpec, authenticators: list[Any]) -> list[dict[str, list[s
     return [{names[type(a).__name__]: []} for a in authenticators]
 
 
+#: the web console's endpoints (gravimeta/console): HTML, JavaScript and CSS for browsers, not API operations
+CONSOLE = "console."
+
+
 def _operations(app: Flask, schemes: list[dict[str, list[str]]]) -> dict[str, dict[str, Any]]:
     paths: dict[str, dict[str, Any]] = {}
     for rule in sorted(app.url_map.iter_rules(), key=lambda r: r.rule):
-        if rule.endpoint == "static":
+        if rule.endpoint == "static" or rule.endpoint.startswith(CONSOLE):  # pages and files, not API
             continue
         path = re.sub(r"<(?:[^:<>]+:)?([^<>]+)>", r"{\1}", rule.rule)
         for method in sorted((rule.methods or set()) - _IGNORED_METHODS):

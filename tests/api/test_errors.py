@@ -114,7 +114,7 @@ def test_unknown_route_is_a_json_404(api, path):
         ("POST", "/api/metalakes/m/catalogs/c/schemas/s/tables/t"),
         ("GET", "/api/metalakes/m/catalogs/c/testConnection"),
         ("CLOSE", "/api/metalakes"),
-        ("GET", "/"),
+        ("POST", "/"),  # GET / is the web console
     ],
 )
 def test_wrong_method_is_a_json_405(client, method, path):

@@ -155,6 +155,8 @@ TABLE_BODY: Body = lambda a, w: {"name": fresh("tbl"), "columns": [column("id")]
 CASES: dict[tuple[str, str], Case] = {
     ("version.version", "GET"): Case("/api/version", ANYONE),
     ("version.close", "CLOSE"): Case("/", ANYONE),
+    ("console.index", "GET"): Case("/", ANYONE),
+    ("console.asset", "GET"): Case("/console/console.js", ANYONE),
     ("health.health", "GET"): Case("/api/health", ANYONE),
     ("health.live", "GET"): Case("/api/health/live", ANYONE),
     ("health.ready", "GET"): Case("/api/health/ready", ANYONE),

@@ -13,7 +13,7 @@ IGNORED = {"HEAD", "OPTIONS"}
 def _routes(app) -> set[tuple[str, str]]:
     routes = set()
     for rule in app.url_map.iter_rules():
-        if rule.endpoint == "static":
+        if rule.endpoint == "static" or rule.endpoint.startswith("console."):  # the web console: not API
             continue
         path = re.sub(r"<(?:[^:<>]+:)?([^<>]+)>", r"{\1}", rule.rule)
         routes |= {(m, path) for m in (rule.methods or set()) - IGNORED}

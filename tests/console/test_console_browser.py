@@ -1,0 +1,166 @@
+"""The web console in a real browser (headless chromium): the metadata tree flow from metalake to
+table and back, an error shown with Gravitino's code, type and message, and the cluster page. Each step
+is checked in the page and, for changes, through the REST API afterwards."""
+
+from __future__ import annotations
+
+import base64
+import uuid
+
+import pytest
+import requests
+
+WAIT = 10  # seconds a page element may take to appear (a bound, not a timing assertion)
+
+
+def _wait(browser, css: str, text: str | None = None):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(browser, WAIT)
+    if text is None:
+        return wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, css)))
+    wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, css), text))
+    return browser.find_element(By.CSS_SELECTOR, css)
+
+
+def _fill(browser, form: str, values: dict[str, str]) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    for name, value in values.items():
+        element = browser.find_element(By.CSS_SELECTOR, f"{form} [name='{name}']")
+        if element.tag_name == "select":
+            Select(element).select_by_value(value)
+        else:
+            element.clear()
+            element.send_keys(value)
+
+
+def _submit(browser, form: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    browser.find_element(By.CSS_SELECTOR, f"{form} button[type='submit']").click()
+
+
+def _basic(user: str) -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:x".encode()).decode()}
+
+
+def test_metalake_to_table_and_back(browser, console_server, screenshots):
+    from selenium.webdriver.common.by import By
+
+    base, suffix = console_server.url, uuid.uuid4().hex[:6]
+    lake, catalog, schema, table = f"lake_{suffix}", f"cat_{suffix}", f"sch_{suffix}", f"orders_{suffix}"
+    browser.get(f"{base}/")
+    # the user name the console sends as simple authentication becomes the creator
+    _fill(browser, "#auth", {"user": "alice"})
+    browser.find_element(By.CSS_SELECTOR, "#auth button").click()
+
+    _wait(browser, "#create-metalake")
+    _fill(browser, "#create-metalake", {"name": lake, "comment": "made in the console"})
+    _submit(browser, "#create-metalake")
+    _wait(browser, "#create-metalake-result", "created")
+    _wait(browser, "#metalakes", lake)
+    _wait(browser, "#tree", lake)
+    created = requests.get(f"{base}/api/metalakes/{lake}", timeout=10).json()["metalake"]
+    assert created["comment"] == "made in the console" and created["audit"]["creator"] == "alice"
+
+    # an error path: the same name again shows Gravitino's 409 code, type and message by the form
+    _fill(browser, "#create-metalake", {"name": lake})
+    _submit(browser, "#create-metalake")
+    error = _wait(browser, "#create-metalake-result .error", "AlreadyExists").text
+    assert "409" in error and "1004" in error and "MetalakeAlreadyExistsException" in error, error
+    assert lake in error, error
+
+    browser.find_element(By.LINK_TEXT, lake).click()
+    _wait(browser, "#create-catalog")
+    _fill(browser, "#create-catalog", {"name": catalog, "provider": "sqlite", "prop:path": f"{catalog}.db"})
+    _submit(browser, "#create-catalog")
+    _wait(browser, "#create-schema")
+    assert requests.get(f"{base}/api/metalakes/{lake}/catalogs/{catalog}", timeout=10).json()["catalog"][
+        "provider"] == "sqlite"
+
+    _fill(browser, "#create-schema", {"name": schema})
+    _submit(browser, "#create-schema")
+    _wait(browser, "#create-table")
+    _fill(browser, "#create-table", {"name": table, "comment": "three columns"})
+    browser.find_element(By.ID, "add-column").click()
+    browser.find_element(By.ID, "add-column").click()
+    columns = [("id", "long", False, "the key"), ("customer", "varchar(40)", True, ""), ("placed", "date", True, "day")]
+    for index, (name, type_, nullable, comment) in enumerate(columns):
+        _fill(browser, "#create-table", {f"col-name-{index}": name, f"col-type-{index}": type_,
+                                         f"col-comment-{index}": comment})
+        box = browser.find_element(By.NAME, f"col-nullable-{index}")
+        if box.is_selected() != nullable:
+            box.click()
+    _submit(browser, "#create-table")
+
+    # the table page: columns with their types, nullability and comments; properties; audit
+    _wait(browser, "#columns", "placed")
+    rows = [[cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
+            for row in browser.find_elements(By.CSS_SELECTOR, "#columns tbody tr")]
+    assert [(r[0], r[1], r[2], r[5]) for r in rows] == [
+        ("id", "long", "NOT NULL", "the key"), ("customer", "varchar(40)", "nullable", ""),
+        ("placed", "date", "nullable", "day")], rows
+    assert "alice" in browser.find_element(By.ID, "table-audit").text
+    _wait(browser, "#tree a.current", table)
+    browser.save_screenshot(str(screenshots / "console-table.png"))
+    table_url = f"{base}/api/metalakes/{lake}/catalogs/{catalog}/schemas/{schema}/tables/{table}"
+    api_columns = requests.get(table_url, timeout=10).json()["table"]["columns"]
+    assert [(c["name"], c["type"], c["nullable"]) for c in api_columns] == [
+        ("id", "long", False), ("customer", "varchar(40)", True), ("placed", "date", True)]
+
+    # rename, then drop with confirmation
+    _fill(browser, "#rename-table", {"newName": f"{table}_v2"})
+    _submit(browser, "#rename-table")
+    _wait(browser, "h1", f"{table}_v2")
+    assert requests.get(table_url, timeout=10).status_code == 404
+    browser.find_element(By.ID, "drop-table").click()
+    assert requests.get(f"{table_url}_v2", timeout=10).status_code == 200  # the first click only asks
+    _wait(browser, "#drop-table", "Really drop")
+    browser.find_element(By.ID, "drop-table").click()
+    _wait(browser, "#tables")
+    assert requests.get(f"{table_url}_v2", timeout=10).status_code == 404
+    schema_url = table_url.rsplit("/tables/", 1)[0]
+    assert requests.get(f"{schema_url}/tables", timeout=10).json()["identifiers"] == []
+
+    # the metalake, from the list (force: it still holds the catalog and schema)
+    browser.find_element(By.LINK_TEXT, "Metalakes").click()
+    _wait(browser, f"#drop-metalake-{lake}").click()
+    _wait(browser, f"#drop-metalake-{lake}", "Really drop")
+    browser.find_element(By.ID, f"drop-metalake-{lake}").click()
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, WAIT).until(lambda b: lake not in b.find_element(By.ID, "metalakes").text)
+    assert requests.get(f"{base}/api/metalakes/{lake}", timeout=10).status_code == 404
+
+
+def test_cluster_page_shows_replicas_and_refreshes(browser, console_server, screenshots):
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{console_server.url}/#/cluster")
+    _wait(browser, "#replicas", "live")
+    shown = [row.find_element(By.TAG_NAME, "td").text for row in browser.find_elements(By.CSS_SELECTOR, "#replicas tbody tr")]
+    nodes = requests.get(f"{console_server.url}/api/admin/locks", timeout=10).json()["nodes"]
+    assert shown == [n["node"] for n in nodes] and shown, shown
+    first = _wait(browser, "#cluster-status", "updated").text
+    # it refreshes by itself: the status line changes without a reload
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, WAIT).until(lambda b: b.find_element(By.ID, "cluster-status").text != first)
+    browser.save_screenshot(str(screenshots / "console-cluster.png"))
+
+
+@pytest.mark.parametrize("path", ["/", "/console/console.js", "/console/console.css"])
+def test_console_assets_are_served_without_credentials(console_server, path):
+    response = requests.get(f"{console_server.url}{path}", timeout=10)
+    assert response.status_code == 200, response.text[:200]
+    assert response.headers["Content-Type"].split(";")[0] in ("text/html", "text/javascript",
+                                                               "application/javascript", "text/css")
+
+
+def test_a_path_outside_the_console_directory_is_not_served(console_server):
+    response = requests.get(f"{console_server.url}/console/..%2f__init__.py", timeout=10)
+    assert response.status_code == 404
