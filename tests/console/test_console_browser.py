@@ -150,7 +150,7 @@ def test_cluster_page_shows_replicas_and_refreshes(browser, console_server, scre
     from selenium.webdriver.support.ui import WebDriverWait
 
     WebDriverWait(browser, WAIT).until(lambda b: b.find_element(By.ID, "cluster-status").text != first)
-    browser.save_screenshot(str(screenshots / "console-cluster.png"))
+    browser.save_screenshot(str(screenshots / "console-cluster-idle.png"))
 
 
 @pytest.mark.parametrize("path", ["/", "/console/console.js", "/console/console.css"])
