@@ -10,6 +10,13 @@ import uuid
 import pytest
 import requests
 
+#: the pages redraw their lists (the cluster page on every poll): an element found may be replaced
+try:
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    REDRAWN: tuple[type[Exception], ...] = (StaleElementReferenceException,)
+except ImportError:  # no selenium: the browser fixture skips, or fails under CI, saying why
+    REDRAWN = ()
 WAIT = 10  # seconds a page element may take to appear (a bound, not a timing assertion)
 
 
@@ -18,7 +25,7 @@ def _wait(browser, css: str, text: str | None = None):
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
-    wait = WebDriverWait(browser, WAIT)
+    wait = WebDriverWait(browser, WAIT, ignored_exceptions=REDRAWN)
     if text is None:
         return wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, css)))
     wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, css), text))
@@ -133,7 +140,7 @@ def test_metalake_to_table_and_back(browser, console_server, screenshots):
     browser.find_element(By.ID, f"drop-metalake-{lake}").click()
     from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(browser, WAIT).until(lambda b: lake not in b.find_element(By.ID, "metalakes").text)
+    WebDriverWait(browser, WAIT, ignored_exceptions=REDRAWN).until(lambda b: lake not in b.find_element(By.ID, "metalakes").text)
     assert requests.get(f"{base}/api/metalakes/{lake}", timeout=10).status_code == 404
 
 
@@ -142,14 +149,15 @@ def test_cluster_page_shows_replicas_and_refreshes(browser, console_server, scre
 
     browser.get(f"{console_server.url}/#/cluster")
     _wait(browser, "#replicas", "live")
-    shown = [row.find_element(By.TAG_NAME, "td").text for row in browser.find_elements(By.CSS_SELECTOR, "#replicas tbody tr")]
+    shown = browser.execute_script(  # one read: the page redraws on every poll
+        "return [...document.querySelectorAll('#replicas tbody tr')].map(r => r.querySelector('td').textContent)")
     nodes = requests.get(f"{console_server.url}/api/admin/locks", timeout=10).json()["nodes"]
     assert shown == [n["node"] for n in nodes] and shown, shown
     first = _wait(browser, "#cluster-status", "updated").text
     # it refreshes by itself: the status line changes without a reload
     from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(browser, WAIT).until(lambda b: b.find_element(By.ID, "cluster-status").text != first)
+    WebDriverWait(browser, WAIT, ignored_exceptions=REDRAWN).until(lambda b: b.find_element(By.ID, "cluster-status").text != first)
     browser.save_screenshot(str(screenshots / "console-cluster-idle.png"))
 
 
