@@ -37,6 +37,8 @@ from gravimeta.health import Health
 from gravimeta.ownership.authorizer import Authorizer
 from gravimeta.ownership.dispatcher import OwnershipDispatcher
 from gravimeta.ownership.store import OwnershipStore
+from gravimeta.roles.dispatcher import RoleDispatcher
+from gravimeta.roles.store import RoleStore
 from gravimeta.serving import worker_metrics
 from gravimeta.store import EntityStore, server_settings
 from gravimeta.store.database import create_store_engine
@@ -96,6 +98,7 @@ def build_services(settings: Settings, registry: ConnectorRegistry | None = None
         statistics=StatisticDispatcher(store, coordinator),
         tags=TagDispatcher(store, coordinator),
         ownership=OwnershipDispatcher(ownership, authorizer, coordinator),
+        roles=RoleDispatcher(RoleStore(store), ownership, settings.authorization_enabled),
     )
     health = Health(engine, settings, distributed.registry)
     if store_may_be_away:

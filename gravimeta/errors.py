@@ -60,6 +60,20 @@ class NoSuchGroup(NotFound):
     type_name = "NoSuchGroupException"
 
 
+class NoSuchRole(NotFound):
+    type_name = "NoSuchRoleException"
+
+
+class IllegalRole(IllegalArgument):
+    """A grant or revoke names a role that does not exist (Gravitino: IllegalRoleException, a 400)."""
+
+    type_name = "IllegalRoleException"
+
+
+class IllegalPrivilege(IllegalArgument):
+    type_name = "IllegalPrivilegeException"
+
+
 class AlreadyExists(GravitinoError):
     code, http_status, type_name = 1004, 409, "AlreadyExistsException"
 
@@ -86,6 +100,10 @@ class UserAlreadyExists(AlreadyExists):
 
 class GroupAlreadyExists(AlreadyExists):
     type_name = "GroupAlreadyExistsException"
+
+
+class RoleAlreadyExists(AlreadyExists):
+    type_name = "RoleAlreadyExistsException"
 
 
 class NonEmpty(GravitinoError):

@@ -64,6 +64,8 @@ FAILPOINTS: dict[str, str] = {
     "owner.after_lock": "set owner: the object's row is locked, the owner not yet looked up or written",
     # authorization (gravimeta/api/door.py)
     "access.after_check": "the door let a request in; its dispatcher has not run (no claim taken yet)",
+    "role.after_lock": "role grant or revoke: the role's row (or the roles' and the principal's) locked and the "
+                       "object read, nothing written yet",
     # tags, statistics, partitions
     "tags.after_resolve": "tag association: the object's row is read (and locked) in its transaction, "
                           "the association rows not yet written",

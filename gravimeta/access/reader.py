@@ -1,33 +1,37 @@
 """Facts for the door, read from the shared database for every request that needs them.
 
-Nothing is cached between requests: a change of owner, a removal from a metalake (and, with roles, a
-revoke) is seen by the next request on every replica, the moment it commits. A request reads its facts
+Nothing is cached between requests: a change of owner, a removal from a metalake, a revoke of a role or
+of a privilege is seen by the next request on every replica, the moment it commits. A request reads its facts
 in one snapshot transaction: a few indexed lookups by name and id. Service admins and requests with
 authorization off read nothing (the door decides those without facts).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import and_, null, select
+from sqlalchemy import and_, null, or_, select
 from sqlalchemy.orm import Session, aliased
 
 from gravimeta import errors
-from gravimeta.access.facts import CATALOG, METALAKE, SCHEMA, TABLE, TAG, TREE, USER, Facts, Level
+from gravimeta.access.facts import CATALOG, METALAKE, ROLE, SCHEMA, TABLE, TAG, TREE, USER, Facts, Level
 from gravimeta.ownership.models import OwnerRow, PrincipalRow
 from gravimeta.ownership.store import OwnershipStore
+from gravimeta.roles.models import RoleMemberRow, RolePrivilegeRow, RoleRow
+from gravimeta.roles.privileges import DENY
 from gravimeta.store import EntityStore
 from gravimeta.store.attached_models import TagRow
+from gravimeta.store.database import disabled_for_test
 from gravimeta.store.models import CatalogRow, MetalakeRow, SchemaRow, TableRow
 
 
 @dataclass(frozen=True)
 class Target:
     """What a request names: `path` in the tree (metalake first; empty for routes above metalakes),
-    a tag, a user (USER::SELF), and for the `/objects/{type}/{fullName}` and owner routes the kind of
+    a tag, a user (USER::SELF), a role, and for the `/objects/{type}/{fullName}` and owner routes the kind of
     the object (`kind`) and the kinds of it and its parents, nearest first (`chain`)."""
 
     path: tuple[str, ...] = ()
@@ -35,6 +39,7 @@ class Target:
     subject: str | None = None
     kind: str | None = None
     chain: tuple[str, ...] = ()
+    role: str | None = None
 
     @property
     def metalake(self) -> str | None:
@@ -42,40 +47,60 @@ class Target:
 
 
 #: the row model of each kind of child a list can hold, and the column naming its parent
-_CHILDREN: dict[str, tuple[Any, Any]] = {CATALOG: (CatalogRow, CatalogRow.metalake_id), SCHEMA: (SchemaRow, SchemaRow.catalog_id),
-             TABLE: (TableRow, TableRow.schema_id), TAG: (TagRow, TagRow.metalake_id)}
-_PARENT = {CATALOG: METALAKE, SCHEMA: CATALOG, TABLE: SCHEMA, TAG: METALAKE}
+_CHILDREN: dict[str, tuple[Any, Any]] = {
+    CATALOG: (CatalogRow, CatalogRow.metalake_id), SCHEMA: (SchemaRow, SchemaRow.catalog_id),
+    TABLE: (TableRow, TableRow.schema_id), TAG: (TagRow, TagRow.metalake_id), ROLE: (RoleRow, RoleRow.metalake_id)}
+_PARENT = {CATALOG: METALAKE, SCHEMA: CATALOG, TABLE: SCHEMA, TAG: METALAKE, ROLE: METALAKE}
+#: kinds whose owner is their creator (no owner rows)
+_CREATOR_OWNED = (TAG, ROLE)
 _IN_LIMIT = 100
+CACHE_S = 60.0
 
 
 class AccessReader:
     def __init__(self, store: EntityStore):
         self.store = store
+        #: TEST-ONLY (GRAVIMETA_HA_DISABLE=access_cache): facts kept per process for CACHE_S, as a
+        #: per-replica authorization cache would; tests/ha/test_access_races.py shows a revoke outlived
+        self._cache: dict[tuple[str, Target], tuple[float, Facts]] | None = {} if disabled_for_test("access_cache") \
+            else None
 
     def facts(self, user: str, target: Target) -> Facts:
         """The facts of `target` for `user`, in one snapshot."""
+        if self._cache is not None:
+            kept = self._cache.get((user, target))
+            if kept is not None and time.monotonic() - kept[0] < CACHE_S:
+                return kept[1]
         with self.store.snapshot() as s:
-            return self._facts(s, user, target)
+            found = self._facts(s, user, target)
+        if self._cache is not None:
+            self._cache[(user, target)] = (time.monotonic(), found)
+        return found
 
     def _facts(self, s: Session, user: str, target: Target) -> Facts:
+        bare = Facts(user, target=target.kind, chain=target.chain, subject=target.subject)
         if not target.path:
-            return Facts(user, target=target.kind, chain=target.chain, subject=target.subject)
+            return bare
         try:
             _, found = OwnershipStore.levels_in(s, target.path)
         except errors.NoSuchMetalake:
-            return Facts(user, target=target.kind, chain=target.chain, subject=target.subject)
-        levels = {}
+            return bare
+        levels: dict[str, Level] = {}
         for kind, name, level in zip(TREE, target.path, found, strict=False):
             owner = level.owner
             levels[kind] = Level(kind, name, level.id, None if owner is None else (owner.type, owner.name))
         metalake_id = levels[METALAKE].id
         assert metalake_id is not None
-        if target.tag is not None:
-            levels[TAG] = self._named(s, TAG, metalake_id, [target.tag]).get(target.tag, Level(TAG, target.tag))
+        for single, named in ((TAG, target.tag), (ROLE, target.role)):
+            if named is not None:
+                levels[single] = self._named(s, single, metalake_id, [named]).get(named, Level(single, named))
         member = s.scalar(select(PrincipalRow.id).where(
             PrincipalRow.metalake_id == metalake_id, PrincipalRow.kind == USER, PrincipalRow.name == user))
-        return Facts(user, member is not None, levels, target=target.kind, chain=target.chain,
-                     subject=target.subject)
+        if member is None:
+            return replace(bare, levels=levels)
+        role_ids = frozenset(s.scalars(select(RoleMemberRow.role_id).where(RoleMemberRow.principal_id == member)))
+        levels = _with_privileges(s, role_ids, levels)
+        return replace(bare, member=True, levels=levels, role_ids=role_ids)
 
     def children(self, facts: Facts, kind: str, names: Iterable[str]) -> dict[str, Level]:
         """Levels of the `kind` objects called `names` under the parent these facts name (a
@@ -86,6 +111,8 @@ class AccessReader:
         if parent is not None and parent.id is not None and wanted:
             with self.store.snapshot() as s:
                 found = self._named(s, kind, parent.id, wanted)
+                if facts.role_ids:
+                    found = _with_privileges(s, facts.role_ids, found)
         return {n: found.get(n, Level(kind, n)) for n in wanted}
 
     def memberships(self, user: str) -> set[str]:
@@ -98,10 +125,10 @@ class AccessReader:
     @staticmethod
     def _named(s: Session, kind: str, parent_id: int, names: list[str]) -> dict[str, Level]:
         """The `kind` rows called `names` under `parent_id`, with their owners: an owner row when one
-        was written, else the creator. Tags have no owner rows: a tag's owner is its creator."""
+        was written, else the creator. Tags and roles have no owner rows: their owner is their creator."""
         model, parent_column = _CHILDREN[kind]
         query: Any
-        if kind == TAG:
+        if kind in _CREATOR_OWNED:
             query = select(model.id, model.name, model.creator, null(), null(), null())
         else:
             owner = aliased(OwnerRow)
@@ -119,3 +146,22 @@ class AccessReader:
                 who = (USER, creator) if creator else None
             found[name] = Level(kind, name, object_id, who)
         return found
+
+
+def _with_privileges(s: Session, role_ids: frozenset[int], levels: dict[str, Level]) -> dict[str, Level]:
+    """`levels` with the privileges the roles `role_ids` allow and deny on each (one statement)."""
+    objects = [(level.kind, level.id) for level in levels.values() if level.id is not None]
+    if not role_ids or not objects:
+        return levels
+    rows = s.execute(select(RolePrivilegeRow.object_kind, RolePrivilegeRow.object_id, RolePrivilegeRow.privilege,
+                            RolePrivilegeRow.effect).where(
+        RolePrivilegeRow.role_id.in_(sorted(role_ids)),
+        or_(*(and_(RolePrivilegeRow.object_kind == kind, RolePrivilegeRow.object_id == object_id)
+              for kind, object_id in objects))))
+    allowed: dict[tuple[str, int], set[str]] = {}
+    denied: dict[tuple[str, int], set[str]] = {}
+    for kind, object_id, privilege, condition in rows:
+        (denied if condition == DENY else allowed).setdefault((kind, object_id), set()).add(privilege)
+    return {key: replace(level, allowed=frozenset(allowed.get((level.kind, level.id or 0), ())),
+                         denied=frozenset(denied.get((level.kind, level.id or 0), ())))
+            for key, level in levels.items()}

@@ -22,6 +22,7 @@ def register_api(app: Flask) -> None:
         owners,
         partitions,
         principals,
+        roles,
         schemas,
         statistics,
         tables,
@@ -41,6 +42,8 @@ def register_api(app: Flask) -> None:
     app.register_blueprint(principals.users)
     app.register_blueprint(principals.groups)
     app.register_blueprint(console.blueprint)  # the web console at / (static files; it calls the API)
+    for blueprint in (roles.roles, roles.permissions, roles.object_roles):
+        app.register_blueprint(blueprint)
     register_request_log(app)  # before authentication: a 401 is logged with its request id too
     register_auth(app, app.extensions["gravimeta"].settings)
     register_input_rules(app)  # after authentication: it checks the authenticated user too

@@ -35,7 +35,7 @@ from flask import Flask, current_app, g, has_request_context, request
 from gravimeta import errors, failpoints, metadata_objects
 from gravimeta.access import rules
 from gravimeta.access.declaration import Declaration, declare, declared
-from gravimeta.access.facts import COLUMN, METALAKE, TAG, TREE, USER, Facts
+from gravimeta.access.facts import COLUMN, METALAKE, ROLE, TAG, TREE, USER, Facts
 from gravimeta.access.reader import AccessReader, Target
 from gravimeta.access.rules import Rule
 from gravimeta.api.auth import ANONYMOUS, STATIC, require_credentials
@@ -47,7 +47,7 @@ View = Callable[..., Any]
 #: the URL variables the door understands; a route with another one is refused at build time
 TREE_ARGS = ("metalake", "catalog", "schema", "table")
 KNOWN_ARGS = frozenset({*TREE_ARGS, "kind", "object_type", "full_name", "tag_name", "user_name", "group_name",
-                        "partition", "filename"})
+                        "role", "partition", "filename"})
 
 
 class UndeclaredRoute(RuntimeError):
@@ -68,24 +68,26 @@ def target_of(args: dict[str, Any]) -> Target:
     """What the URL variables name. A malformed `/objects/{type}/{fullName}` is a 400 here, before
     any rule: there is no object to decide about."""
     path = tuple(args[a] for a in TREE_ARGS if a in args)
-    tag, subject = args.get("tag_name"), args.get("user_name")
+    tag, subject, role = args.get("tag_name"), args.get("user_name"), args.get("role")
     if "full_name" not in args:
-        return Target(path, tag, subject)
+        return Target(path, tag, subject, role=role)
     obj = metadata_objects.parse(args.get("kind") or args.get("object_type") or "", args["full_name"])
     kind = obj.type.upper()
     if obj.type == "metalake":
-        return Target(path, tag, subject, METALAKE, (METALAKE,))
+        return Target(path, tag, subject, METALAKE, (METALAKE,), role)
     if obj.type == "tag":
-        return Target(path, obj.name, subject, TAG, (TAG,))
-    if metadata_objects.DEPTH.get(obj.type) is None:  # role, policy, job, job template: one name
-        return Target(path, tag, subject, kind, (kind,))
+        return Target(path, obj.name, subject, TAG, (TAG,), role)
+    if obj.type == "role":
+        return Target(path, tag, subject, ROLE, (ROLE,), obj.name)
+    if metadata_objects.DEPTH.get(obj.type) is None:  # policy, job, job template: one name
+        return Target(path, tag, subject, kind, (kind,), role)
     names = obj.names[:3]
     chain = tuple(reversed(TREE[1:1 + len(names)]))
     if kind != COLUMN and kind != chain[0]:  # fileset, topic, model, view, function: in a schema
         names, chain = names[:2], (kind, *tuple(reversed(TREE[1:3])))
     elif kind == COLUMN:
         chain = (COLUMN, *chain)
-    return Target((*path, *names), tag, subject, kind, chain)
+    return Target((*path, *names), tag, subject, kind, chain, role)
 
 
 class Door:
@@ -238,6 +240,8 @@ def _name_of(kind: str | None, target: Target, args: dict[str, Any]) -> str | No
         return ".".join(target.path[:depth]) if len(target.path) >= depth else None
     if kind == TAG:
         return target.tag
+    if kind == ROLE:
+        return target.role
     return args.get("full_name") or args.get("user_name") or args.get("group_name")
 
 

@@ -83,8 +83,8 @@ def owner(o: Owner) -> dict[str, Any]:
 
 
 def principal(p: Principal) -> dict[str, Any]:
-    """A UserDTO or GroupDTO: gravimeta grants no roles."""
-    return {"name": p.name, "roles": [], "audit": audit(p.audit)}
+    """A UserDTO or GroupDTO, with the names of its roles."""
+    return {"name": p.name, "roles": list(p.roles), "audit": audit(p.audit)}
 
 
 def identifiers(namespace: list[str], names: list[str]) -> list[dict[str, Any]]:

@@ -24,7 +24,7 @@ from marshmallow import INCLUDE, Schema, fields
 from gravimeta import GRAVITINO_API_VERSION, __version__, capacity, names
 from gravimeta.access import rules
 from gravimeta.access.declaration import Declaration, declared
-from gravimeta.api import openapi_attached, payloads
+from gravimeta.api import openapi_attached, openapi_roles, payloads
 from gravimeta.api.auth import build_authenticators
 from gravimeta.api.door import public
 from gravimeta.api.input_rules import NAME_ARGS
@@ -157,6 +157,7 @@ class TableResponse(BaseResponse):
 
 class DropResponse(BaseResponse):
     dropped = fields.Boolean(required=True)
+    deleted = fields.Boolean(metadata={"description": "role deletions only: the same as dropped"})
 
 
 class HealthCheck(_Out):
@@ -220,7 +221,7 @@ RESPONSES: list[type[Schema]] = [
     ErrorResponse, BaseResponse, TestConnectionResponse, VersionResponse, MetalakeResponse, MetalakeListResponse,
     CatalogResponse, CatalogListResponse, EntityListResponse, SchemaResponse, TableResponse, DropResponse,
     HealthResponse, LocksResponse, OwnerResponse, SetResponse, UserResponse, GroupResponse, PrincipalListResponse,
-    RemoveResponse, *openapi_attached.RESPONSES,
+    RemoveResponse, *openapi_attached.RESPONSES, *openapi_roles.RESPONSES,
 ]
 
 # ------------------------------------------------------------------ the operations
@@ -299,6 +300,7 @@ OPERATIONS: dict[str, Op] = {
     "groups.list_groups": Op("List the metalake's groups", "PrincipalListResponse", query=("details",)),
     "groups.remove_group": Op("Remove a group; the objects it owned have no owner afterwards", "RemoveResponse"),
     **openapi_attached.operations(Op),
+    **openapi_roles.operations(Op),
 }
 
 REQUESTS: dict[str, type[Schema]] = {
@@ -310,6 +312,7 @@ REQUESTS: dict[str, type[Schema]] = {
     "OwnerSetRequest": payloads.OwnerSetRequest,
     "PrincipalAddRequest": payloads.PrincipalAddRequest,
     **openapi_attached.REQUESTS,
+    **openapi_roles.REQUESTS,
 }
 UPDATES = {
     "Metalake": (payloads.METALAKE_UPDATES, 0),

@@ -13,6 +13,7 @@ from gravimeta.dispatch.statistics import StatisticDispatcher
 from gravimeta.dispatch.tables import TableDispatcher
 from gravimeta.dispatch.tags import TagDispatcher
 from gravimeta.ownership.dispatcher import OwnershipDispatcher
+from gravimeta.roles.dispatcher import RoleDispatcher
 
 
 @dataclass
@@ -26,3 +27,5 @@ class Dispatchers:
     tags: TagDispatcher
     #: owners, users and groups (gravimeta/ownership); None only where a test wires dispatchers by hand
     ownership: OwnershipDispatcher | None = None
+    #: roles and privileges (gravimeta/roles); None only where a test wires dispatchers by hand
+    roles: RoleDispatcher | None = None

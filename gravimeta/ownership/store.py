@@ -44,6 +44,7 @@ from gravimeta import errors, failpoints
 from gravimeta.entities import Audit
 from gravimeta.ownership.models import GROUP, OBJECT_COLUMNS, USER, OwnerRow, PrincipalRow
 from gravimeta.ownership.objects import OwnedObject
+from gravimeta.roles.store import role_names_of
 from gravimeta.store import EntityStore
 from gravimeta.store.database import disabled_for_test
 from gravimeta.store.entity_store import is_unique_violation, now_iso
@@ -85,6 +86,7 @@ class Principal:
     kind: str  # USER or GROUP
     name: str
     audit: Audit
+    roles: tuple[str, ...] = ()  # the names of the roles granted to it, in the order they were granted
 
 
 class OwnershipStore:
@@ -130,15 +132,16 @@ class OwnershipStore:
             row = s.scalar(_principal(metalake.id, kind, name))
             if row is None:
                 raise _no_such_principal(m, kind, name)
-            return _principal_of(row)
+            return _principal_of(row, role_names_of(s, [row.id])[row.id])
 
     def list_principals(self, m: str, kind: str) -> list[Principal]:
         with self.store.snapshot() as s:
             metalake = self.store._metalake_row(s, m)
             _require_in_use(m, metalake.in_use)
-            rows = s.scalars(select(PrincipalRow).where(PrincipalRow.metalake_id == metalake.id,
-                                                        PrincipalRow.kind == kind).order_by(PrincipalRow.name))
-            return [_principal_of(r) for r in rows]
+            rows = list(s.scalars(select(PrincipalRow).where(PrincipalRow.metalake_id == metalake.id,
+                                                             PrincipalRow.kind == kind).order_by(PrincipalRow.name)))
+            roles = role_names_of(s, [r.id for r in rows])
+            return [_principal_of(r, roles[r.id]) for r in rows]
 
     # ------------------------------------------------------------------ writes
 
@@ -327,5 +330,6 @@ def _principal_exists(m: str, kind: str, name: str) -> errors.AlreadyExists:
     return errors.UserAlreadyExists(f"User {name} already exists in metalake {m}")
 
 
-def _principal_of(row: PrincipalRow) -> Principal:
-    return Principal(row.kind, row.name, Audit(row.creator, row.create_time, row.last_modifier, row.last_modified_time))
+def _principal_of(row: PrincipalRow, roles: list[str] | None = None) -> Principal:
+    return Principal(row.kind, row.name, Audit(row.creator, row.create_time, row.last_modifier, row.last_modified_time),
+                     tuple(roles or ()))

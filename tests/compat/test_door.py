@@ -1,9 +1,12 @@
 """Authorization at one door (gravimeta/api/door.py): every route declares what it needs, and the app
 refuses to build with one that declares nothing; this test walks the app's URL map and sends every
-route, on PostgreSQL with gravitino.authorization.enable=true, as four callers:
+route, on PostgreSQL with gravitino.authorization.enable=true, as five callers:
 
   owner      olive, a user of the metalake and its owner (Gravitino: ownership implies all below it)
   member     nina, a user of the metalake who owns nothing and has no privilege
+  granted    priya, a user of the metalake who owns nothing and holds every privilege the routes ask
+             for, on the metalake (inherited by everything in it): what privileges give, and what
+             only ownership does (alter, drop, set an owner, delete a tag or a role)
   admin      a service admin (gravimeta lets service admins do anything; Gravitino only lets them
              create metalakes, and refuses them inside a metalake they are not a user of)
   anonymous  no credentials: `anonymous`, not a user of the metalake
@@ -35,8 +38,8 @@ from tests.compat.conftest import ADMIN, AUTHORIZED
 from tests.conftest import require_backend
 from tests.support.databases import fresh_database
 
-OWNER, MEMBER = "olive", "nina"
-CALLERS = ("anonymous", "member", "owner", "admin")  # refusals first: the owner's change then succeeds
+OWNER, MEMBER, GRANTED = "olive", "nina", "priya"
+CALLERS = ("anonymous", "member", "granted", "owner", "admin")  # refusals first
 
 
 @pytest.fixture(scope="module")
@@ -88,8 +91,10 @@ def identity(value: str) -> dict[str, Any]:
 
 @dataclass
 class World:
-    """Metalake m (created by the admin, owned by olive; users olive, nina, zed; group crew), catalog c,
-    schema s, partitioned table t with partition dt=p0 and a statistic, tag g on t: all created by olive."""
+    """Metalake m (created by the admin, owned by olive; users olive, nina, priya, zed; group crew),
+    catalog c, schema s, partitioned table t with partition dt=p0 and a statistic, tag g on t, role
+    "reader" (USE_CATALOG on c): all created by olive. Priya holds role "grants", with every privilege
+    these routes can ask for, on the metalake."""
 
     table: Ref
     tag: str
@@ -102,7 +107,7 @@ class World:
 
 def build_world(admin: Api, owner: Api) -> World:
     metalake = admin.create_metalake()
-    for user in (OWNER, MEMBER, "zed"):
+    for user in (OWNER, MEMBER, GRANTED, "zed"):
         ok(admin.post(f"{metalake.path}/users", {"name": user}))
     ok(admin.post(f"{metalake.path}/groups", {"name": "crew"}))
     ok(admin.put(f"{metalake.path}/owners/metalake/{metalake.name}", {"name": OWNER, "type": "USER"}))
@@ -114,15 +119,33 @@ def build_world(admin: Api, owner: Api) -> World:
     tag = fresh("tag")
     ok(owner.post(f"{metalake.path}/tags", {"name": tag}))
     ok(owner.post(f"/api/metalakes/{m}/objects/table/{c}.{s}.{t}/tags", {"tagsToAdd": [tag]}))
+    use_catalog = [{"fullName": c, "type": "catalog", "privileges": [{"name": "USE_CATALOG", "condition": "ALLOW"}]}]
+    ok(owner.post(f"{metalake.path}/roles", {"name": "reader", "securableObjects": use_catalog}))
+    everything = [{"name": p, "condition": "ALLOW"} for p in PRIVILEGES]
+    ok(owner.post(f"{metalake.path}/roles", {"name": "grants", "securableObjects": [
+        {"fullName": m, "type": "metalake", "privileges": everything}]}))
+    ok(owner.put(f"{metalake.path}/permissions/users/{GRANTED}/grant", {"roleNames": ["grants"]}))
     return World(table, tag)
+
+
+#: what "grants" holds on the metalake: every privilege one of the routes asks for, and no ownership
+PRIVILEGES = ("CREATE_CATALOG", "USE_CATALOG", "CREATE_SCHEMA", "USE_SCHEMA", "CREATE_TABLE", "SELECT_TABLE",
+              "MODIFY_TABLE", "CREATE_TAG", "APPLY_TAG", "MANAGE_USERS", "MANAGE_GROUPS", "CREATE_ROLE",
+              "MANAGE_GRANTS")
 
 
 # ---------------------------------------------------------------------- what each route is expected to answer
 
-OWNED = {"owner": 200, "member": 403, "admin": 200, "anonymous": 403}
-MEMBERS = {"owner": 200, "member": 200, "admin": 200, "anonymous": 403}
-ANYONE = {"owner": 200, "member": 200, "admin": 200, "anonymous": 200}
-SERVICE_ADMINS = {"owner": 403, "member": 403, "admin": 200, "anonymous": 401}
+
+def expect(owner: int, member: int, granted: int, admin: int, anonymous: int) -> dict[str, int]:
+    return {"owner": owner, "member": member, "granted": granted, "admin": admin, "anonymous": anonymous}
+
+
+OWNED = expect(200, 403, 403, 200, 403)  # ownership only: privileges do not help
+PRIVILEGED = expect(200, 403, 200, 200, 403)  # an owner, or a holder of the privilege
+MEMBERS = expect(200, 200, 200, 200, 403)
+ANYONE = expect(200, 200, 200, 200, 200)
+SERVICE_ADMINS = expect(403, 403, 403, 200, 401)
 
 Body = Callable[[Api, World], Any]
 
@@ -147,10 +170,17 @@ def new_tag_on_table(admin: Api, world: World) -> dict[str, Any]:
     return {"tagsToAdd": [name]}
 
 
+def new_role(admin: Api, world: World) -> dict[str, Any]:
+    return {"name": fresh("role"), "securableObjects": []}
+
+
 T = "/api/metalakes/{m}/catalogs/{c}/schemas/{s}/tables/{t}"
 OBJ = "/api/metalakes/{m}/objects/table/{c}.{s}.{t}"
+PERMISSIONS = "/api/metalakes/{m}/permissions"
 SET_PROPERTY = {"updates": [{"@type": "setProperty", "property": "k", "value": "v"}]}
 TABLE_BODY: Body = lambda a, w: {"name": fresh("tbl"), "columns": [column("id")]}  # noqa: E731
+READER: Body = lambda a, w: {"roleNames": ["reader"]}  # noqa: E731
+SELECT: Body = lambda a, w: {"privileges": [{"name": "SELECT_TABLE", "condition": "ALLOW"}]}  # noqa: E731
 
 CASES: dict[tuple[str, str], Case] = {
     ("version.version", "GET"): Case("/api/version", ANYONE),
@@ -171,66 +201,84 @@ CASES: dict[tuple[str, str], Case] = {
     ("metalakes.drop_metalake", "DELETE"): Case("/api/metalakes/{m}?force=true", OWNED, None, True),
     ("catalogs.list_catalogs", "GET"): Case("/api/metalakes/{m}/catalogs", MEMBERS),
     ("catalogs.create_catalog", "POST"): Case(
-        "/api/metalakes/{m}/catalogs", OWNED,
+        "/api/metalakes/{m}/catalogs", PRIVILEGED,
         lambda a, w: {"name": fresh("cat"), "type": "relational", "provider": "memory"}, True),
     ("catalogs.test_new_connection", "POST"): Case(
-        "/api/metalakes/{m}/catalogs/testConnection", OWNED,
+        "/api/metalakes/{m}/catalogs/testConnection", PRIVILEGED,
         lambda a, w: {"name": fresh("cat"), "type": "relational", "provider": "memory"}),
-    ("catalogs.load_catalog", "GET"): Case("/api/metalakes/{m}/catalogs/{c}", OWNED),
+    ("catalogs.load_catalog", "GET"): Case("/api/metalakes/{m}/catalogs/{c}", PRIVILEGED),
     ("catalogs.alter_catalog", "PUT"): Case("/api/metalakes/{m}/catalogs/{c}", OWNED, lambda a, w: SET_PROPERTY, True),
-    ("catalogs.set_catalog_in_use", "PATCH"): Case(
-        "/api/metalakes/{m}/catalogs/{c}", OWNED, lambda a, w: {"inUse": True}, True),
+    ("catalogs.set_catalog_in_use", "PATCH"): Case(  # Gravitino: the rule of a load (USE_CATALOG will do)
+        "/api/metalakes/{m}/catalogs/{c}", PRIVILEGED, lambda a, w: {"inUse": True}, True),
     ("catalogs.drop_catalog", "DELETE"): Case("/api/metalakes/{m}/catalogs/{c}?force=true", OWNED, None, True),
     ("catalogs.test_connection", "POST"): Case("/api/metalakes/{m}/catalogs/{c}/testConnection", OWNED),
-    ("schemas.list_schemas", "GET"): Case("/api/metalakes/{m}/catalogs/{c}/schemas", OWNED),
-    ("schemas.create_schema", "POST"): Case("/api/metalakes/{m}/catalogs/{c}/schemas", OWNED, unique("sch"), True),
-    ("schemas.load_schema", "GET"): Case("/api/metalakes/{m}/catalogs/{c}/schemas/{s}", OWNED),
+    ("schemas.list_schemas", "GET"): Case("/api/metalakes/{m}/catalogs/{c}/schemas", PRIVILEGED),
+    ("schemas.create_schema", "POST"): Case(
+        "/api/metalakes/{m}/catalogs/{c}/schemas", PRIVILEGED, unique("sch"), True),
+    ("schemas.load_schema", "GET"): Case("/api/metalakes/{m}/catalogs/{c}/schemas/{s}", PRIVILEGED),
     ("schemas.alter_schema", "PUT"): Case(
         "/api/metalakes/{m}/catalogs/{c}/schemas/{s}", OWNED, lambda a, w: SET_PROPERTY, True),
     ("schemas.drop_schema", "DELETE"): Case("/api/metalakes/{m}/catalogs/{c}/schemas/{s}?cascade=true", OWNED, None, True),
-    ("tables.list_tables", "GET"): Case("/api/metalakes/{m}/catalogs/{c}/schemas/{s}/tables", OWNED),
-    ("tables.create_table", "POST"): Case("/api/metalakes/{m}/catalogs/{c}/schemas/{s}/tables", OWNED, TABLE_BODY, True),
-    ("tables.load_table", "GET"): Case(T, OWNED),
-    ("tables.alter_table", "PUT"): Case(T, OWNED, lambda a, w: SET_PROPERTY, True),
+    ("tables.list_tables", "GET"): Case("/api/metalakes/{m}/catalogs/{c}/schemas/{s}/tables", PRIVILEGED),
+    ("tables.create_table", "POST"): Case(
+        "/api/metalakes/{m}/catalogs/{c}/schemas/{s}/tables", PRIVILEGED, TABLE_BODY, True),
+    ("tables.load_table", "GET"): Case(T, PRIVILEGED),
+    ("tables.alter_table", "PUT"): Case(T, PRIVILEGED, lambda a, w: SET_PROPERTY, True),
     ("tables.drop_table", "DELETE"): Case(T, OWNED, None, True),
-    ("partitions.list_partitions", "GET"): Case(T + "/partitions", OWNED),
+    ("partitions.list_partitions", "GET"): Case(T + "/partitions", PRIVILEGED),
     ("partitions.add_partitions", "POST"): Case(
-        T + "/partitions", OWNED, lambda a, w: {"partitions": [identity(uuid.uuid4().hex[:8])]}, True),
-    ("partitions.get_partition", "GET"): Case(T + "/partitions/dt=p0", OWNED),
-    ("partitions.drop_partition", "DELETE"): Case(T + "/partitions/dt=p0", OWNED, None, True),
-    ("statistics.list_statistics", "GET"): Case(OBJ + "/statistics", OWNED),
+        T + "/partitions", PRIVILEGED, lambda a, w: {"partitions": [identity(uuid.uuid4().hex[:8])]}, True),
+    ("partitions.get_partition", "GET"): Case(T + "/partitions/dt=p0", PRIVILEGED),
+    ("partitions.drop_partition", "DELETE"): Case(T + "/partitions/dt=p0", PRIVILEGED, None, True),
+    ("statistics.list_statistics", "GET"): Case(OBJ + "/statistics", PRIVILEGED),
     ("statistics.update_statistics", "PUT"): Case(
-        OBJ + "/statistics", OWNED, lambda a, w: {"updates": {"custom-rows": 2}}, True),
+        OBJ + "/statistics", PRIVILEGED, lambda a, w: {"updates": {"custom-rows": 2}}, True),
     ("statistics.drop_statistics", "POST"): Case(
-        OBJ + "/statistics", OWNED, lambda a, w: {"names": ["custom-rows"]}, True),
-    ("statistics.list_partition_statistics", "GET"): Case(OBJ + "/statistics/partitions", OWNED),
+        OBJ + "/statistics", PRIVILEGED, lambda a, w: {"names": ["custom-rows"]}, True),
+    ("statistics.list_partition_statistics", "GET"): Case(OBJ + "/statistics/partitions", PRIVILEGED),
     ("statistics.update_partition_statistics", "PUT"): Case(
-        OBJ + "/statistics/partitions", OWNED,
+        OBJ + "/statistics/partitions", PRIVILEGED,
         lambda a, w: {"updates": [{"partitionName": "dt=p0", "statistics": {"custom-rows": 3}}]}, True),
     ("statistics.drop_partition_statistics", "POST"): Case(
-        OBJ + "/statistics/partitions", OWNED,
+        OBJ + "/statistics/partitions", PRIVILEGED,
         lambda a, w: {"drops": [{"partitionName": "dt=p0", "statisticNames": ["custom-rows"]}]}, True),
     ("tags.list_tags", "GET"): Case("/api/metalakes/{m}/tags", MEMBERS),
-    ("tags.create_tag", "POST"): Case("/api/metalakes/{m}/tags", OWNED, unique("tag"), True),
-    ("tags.get_tag", "GET"): Case("/api/metalakes/{m}/tags/{g}", OWNED),
+    ("tags.create_tag", "POST"): Case("/api/metalakes/{m}/tags", PRIVILEGED, unique("tag"), True),
+    ("tags.get_tag", "GET"): Case("/api/metalakes/{m}/tags/{g}", PRIVILEGED),
     ("tags.alter_tag", "PUT"): Case("/api/metalakes/{m}/tags/{g}", OWNED,
                                     lambda a, w: {"updates": [{"@type": "updateComment", "newComment": "x"}]}, True),
     ("tags.delete_tag", "DELETE"): Case("/api/metalakes/{m}/tags/{g}", OWNED, None, True),
-    ("tags.list_objects_for_tag", "GET"): Case("/api/metalakes/{m}/tags/{g}/objects", OWNED),
-    ("tags.list_object_tags", "GET"): Case(OBJ + "/tags", OWNED),
-    ("tags.get_object_tag", "GET"): Case(OBJ + "/tags/{g}", OWNED),
-    ("tags.associate_tags", "POST"): Case(OBJ + "/tags", OWNED, new_tag_on_table, True),
-    ("owners.get_owner", "GET"): Case("/api/metalakes/{m}/owners/table/{c}.{s}.{t}", OWNED),
+    ("tags.list_objects_for_tag", "GET"): Case("/api/metalakes/{m}/tags/{g}/objects", PRIVILEGED),
+    ("tags.list_object_tags", "GET"): Case(OBJ + "/tags", PRIVILEGED),
+    ("tags.get_object_tag", "GET"): Case(OBJ + "/tags/{g}", PRIVILEGED),
+    ("tags.associate_tags", "POST"): Case(OBJ + "/tags", PRIVILEGED, new_tag_on_table, True),
+    ("owners.get_owner", "GET"): Case("/api/metalakes/{m}/owners/table/{c}.{s}.{t}", PRIVILEGED),
     ("owners.set_owner", "PUT"): Case("/api/metalakes/{m}/owners/table/{c}.{s}.{t}", OWNED,
                                       lambda a, w: {"name": MEMBER, "type": "USER"}, True),
-    ("users.add_user", "POST"): Case("/api/metalakes/{m}/users", OWNED, unique("user"), True),
+    ("users.add_user", "POST"): Case("/api/metalakes/{m}/users", PRIVILEGED, unique("user"), True),
     ("users.list_users", "GET"): Case("/api/metalakes/{m}/users", MEMBERS),
-    ("users.get_user", "GET"): Case(f"/api/metalakes/{{m}}/users/{OWNER}", OWNED),
-    ("users.remove_user", "DELETE"): Case("/api/metalakes/{m}/users/zed", OWNED, None, True),
-    ("groups.add_group", "POST"): Case("/api/metalakes/{m}/groups", OWNED, unique("group"), True),
+    ("users.get_user", "GET"): Case(f"/api/metalakes/{{m}}/users/{OWNER}", PRIVILEGED),
+    ("users.remove_user", "DELETE"): Case("/api/metalakes/{m}/users/zed", PRIVILEGED, None, True),
+    ("groups.add_group", "POST"): Case("/api/metalakes/{m}/groups", PRIVILEGED, unique("group"), True),
     ("groups.list_groups", "GET"): Case("/api/metalakes/{m}/groups", MEMBERS),
     ("groups.get_group", "GET"): Case("/api/metalakes/{m}/groups/crew", ANYONE),  # Gravitino declares no rule
-    ("groups.remove_group", "DELETE"): Case("/api/metalakes/{m}/groups/crew", OWNED, None, True),
+    ("groups.remove_group", "DELETE"): Case("/api/metalakes/{m}/groups/crew", PRIVILEGED, None, True),
+    ("roles.list_roles", "GET"): Case("/api/metalakes/{m}/roles", MEMBERS),
+    ("roles.create_role", "POST"): Case("/api/metalakes/{m}/roles", PRIVILEGED, new_role, True),
+    ("roles.get_role", "GET"): Case("/api/metalakes/{m}/roles/reader", PRIVILEGED),
+    ("roles.delete_role", "DELETE"): Case("/api/metalakes/{m}/roles/reader", OWNED, None, True),
+    ("permissions.grant_roles_user", "PUT"): Case(PERMISSIONS + "/users/zed/grant", PRIVILEGED, READER, True),
+    ("permissions.revoke_roles_user", "PUT"): Case(PERMISSIONS + "/users/zed/revoke", PRIVILEGED, READER, True),
+    ("permissions.grant_roles_group", "PUT"): Case(PERMISSIONS + "/groups/crew/grant", PRIVILEGED, READER, True),
+    ("permissions.revoke_roles_group", "PUT"): Case(PERMISSIONS + "/groups/crew/revoke", PRIVILEGED, READER, True),
+    ("permissions.grant_privileges", "PUT"): Case(
+        PERMISSIONS + "/roles/reader/table/{c}.{s}.{t}/grant", PRIVILEGED, SELECT, True),
+    ("permissions.revoke_privileges", "PUT"): Case(
+        PERMISSIONS + "/roles/reader/table/{c}.{s}.{t}/revoke", PRIVILEGED, SELECT, True),
+    ("permissions.override_privileges", "PUT"): Case(
+        PERMISSIONS + "/roles/reader", PRIVILEGED, lambda a, w: {"overrides": []}, True),
+    ("object_roles.list_object_roles", "GET"): Case(  # Gravitino declares no rule (it filters the list)
+        "/api/metalakes/{m}/objects/catalog/{c}/roles", ANYONE),
 }
 #: the deprecated object routes under /tags/{type}/{fullName} answer as the /objects ones
 DEPRECATED = {
@@ -265,7 +313,8 @@ def send(api: Api, method: str, path: str, body: Any) -> Any:
 @pytest.fixture(scope="module")
 def callers(apps) -> dict[str, Api]:
     admin = _as(Api(apps(**AUTHORIZED).test_client()), ADMIN)
-    return {"admin": admin, "owner": _as(admin, OWNER), "member": _as(admin, MEMBER), "anonymous": _as(admin, None)}
+    return {"admin": admin, "owner": _as(admin, OWNER), "member": _as(admin, MEMBER), "granted": _as(admin, GRANTED),
+            "anonymous": _as(admin, None)}
 
 
 @pytest.fixture(scope="module")
@@ -320,7 +369,13 @@ def test_lists_show_each_caller_only_what_it_may_see(callers, shared_world):
     assert names["g"] in ok(owner.get(tags))["names"] and ok(member.get(tags))["names"] == []
     users = f"/api/metalakes/{names['m']}/users"
     assert ok(member.get(users))["names"] == [MEMBER]  # USER::SELF
-    assert sorted(ok(owner.get(users))["names"]) == sorted([ADMIN, OWNER, MEMBER, "zed"])
+    assert sorted(ok(owner.get(users))["names"]) == sorted([ADMIN, OWNER, MEMBER, GRANTED, "zed"])
+    granted = callers["granted"]  # USE_CATALOG, APPLY_TAG and MANAGE_USERS on the metalake: sees them all
+    assert [i["name"] for i in ok(granted.get(catalogs))["identifiers"]] == [names["c"]]
+    assert names["g"] in ok(granted.get(tags))["names"]
+    assert len(ok(granted.get(users))["names"]) == 5
+    roles = f"/api/metalakes/{names['m']}/roles"
+    assert ok(member.get(roles))["names"] == [] and sorted(ok(granted.get(roles))["names"]) == ["grants", "reader"]
 
 
 def test_a_change_refused_at_the_door_leaves_the_store_untouched(callers, shared_world):

@@ -48,9 +48,15 @@ GRAVIMETA_HA_DISABLE (test-only) may name one mechanism:
                     answer "nothing was changed")
   no_access_recheck a structural operation does not check the caller's access again once it holds its
                     claim (gravimeta/api/door.py; tests/ha/test_access_races.py)
+  access_cache      the door keeps each caller's facts (roles, privileges, owners) per process for a
+                    minute, as a per-replica authorization cache would (gravimeta/access/reader.py;
+                    tests/ha/test_access_races.py: a revoke is outlived)
+  no_role_lock      role grants read the role, user and object rows without row locks
+                    (gravimeta/roles/store.py; tests/ha/test_access_races.py: a 500 where a racing
+                    deletion or drop committed first)
 The switches read by the server itself (no_snapshot, no_row_lock, advisory_queue, no_owner_lock,
 tag_object_lock, statistics_row_lock, engine_fence, identity_keys, import_barrier, retire, retire_delivery,
-request_buffering, commit_session_end, no_access_recheck) go through
+request_buffering, commit_session_end, no_access_recheck, access_cache, no_role_lock) go through
 gravimeta.store.database.disabled_for_test and are marked TEST-ONLY where they act.
 """
 

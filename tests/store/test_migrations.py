@@ -342,3 +342,28 @@ def test_a_database_at_0006_upgrades_to_owners_and_back(empty_url, engine_of):
     assert not {"gm_principal", "gm_owner"} & set(inspect(engine).get_table_names())
     upgrade(engine)
     assert current_revision(engine) == head_revision()
+
+
+def test_the_roles_revision_adds_its_tables_keyed_by_id_and_goes_back(empty_url, engine_of):
+    """Revision 0016 adds roles, their privileges and their grants; a dropped table takes the
+    privileges on it with it (the foreign key's cascade, on every backend); a downgrade drops them."""
+    engine = engine_of(empty_url)
+    upgrade(engine)
+    tables = set(sa_inspect(engine).get_table_names())
+    assert {"gm_role", "gm_role_privilege", "gm_role_member"} <= tables
+    with engine.begin() as conn:
+        if engine.dialect.name == "sqlite":
+            conn.execute(text("PRAGMA foreign_keys=ON"))
+        conn.execute(text("INSERT INTO gm_metalake (id, name, in_use, properties, version) "
+                          "VALUES (1, 'm', :t, '{}', 1)"), {"t": True})
+        conn.execute(text("INSERT INTO gm_catalog (id, metalake_id, name, type, provider, properties, in_use, version) "
+                          "VALUES (2, 1, 'c', 'relational', 'memory', '{}', :t, 1)"), {"t": True})
+        conn.execute(text("INSERT INTO gm_role (id, metalake_id, name, version) VALUES (3, 1, 'r', 1)"))
+        conn.execute(text("INSERT INTO gm_role_privilege (role_id, object_kind, object_id, metalake_id, catalog_id, "
+                          "privilege, effect) VALUES (3, 'CATALOG', 2, 1, 2, 'USE_CATALOG', 'ALLOW')"))
+        conn.execute(text("DELETE FROM gm_catalog WHERE id = 2"))
+        assert conn.scalar(text("SELECT count(*) FROM gm_role_privilege")) == 0
+    downgrade(engine, "0015")
+    assert not {"gm_role", "gm_role_privilege", "gm_role_member"} & set(sa_inspect(engine).get_table_names())
+    upgrade(engine)
+    assert current_revision(engine) == head_revision()
