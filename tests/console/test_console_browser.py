@@ -133,8 +133,11 @@ def test_metalake_to_table_and_back(browser, console_server, screenshots):
     schema_url = table_url.rsplit("/tables/", 1)[0]
     assert requests.get(f"{schema_url}/tables", timeout=10).json()["identifiers"] == []
 
-    # the metalake, from the list (force: it still holds the catalog and schema)
+    # the metalake, from the list: disable it, then drop it (force: it still holds the catalog and schema)
     browser.find_element(By.LINK_TEXT, "Metalakes").click()
+    _wait(browser, f"#toggle-metalake-{lake}", "Disable").click()
+    _wait(browser, f"#toggle-metalake-{lake}", "Enable")
+    assert requests.get(f"{base}/api/metalakes/{lake}", timeout=10).json()["metalake"]["properties"]["in-use"] == "false"
     _wait(browser, f"#drop-metalake-{lake}").click()
     _wait(browser, f"#drop-metalake-{lake}", "Really drop")
     browser.find_element(By.ID, f"drop-metalake-{lake}").click()

@@ -228,9 +228,10 @@ async function metalakesPage() {
       return;
     }
     const inUse = (m) => m.properties?.["in-use"] !== "false";
-    listSlot.replaceChildren(grid(["Name", "Comment", "State", "Creator", ""], lakes.map((m) => [
+    listSlot.replaceChildren(grid(["Name", "Comment", "State", "Creator", "", ""], lakes.map((m) => [
       h("a", { href: href(m.name) }, m.name), m.comment,
       h("span", { class: `badge ${inUse(m) ? "on" : "off"}` }, inUse(m) ? "in use" : "disabled"), m.audit?.creator,
+      toggleButton(m.name, inUse(m), drawList),
       dropButton(`metalake ${m.name}`, `drop-metalake-${m.name}`, async (slot) => {
         if (await act(slot, () => api("DELETE", `${lakePath(m.name)}?force=true`)) !== undefined) {
           await drawList();
@@ -239,6 +240,16 @@ async function metalakesPage() {
       })]), "metalakes"));
   }
   await drawList();
+}
+
+/** Enable or disable a metalake (PATCH {"inUse": ...}); a disabled metalake refuses changes inside it. */
+function toggleButton(name, inUse, redraw) {
+  const slot = h("span");
+  const button = h("button", { type: "button", id: `toggle-metalake-${name}` }, inUse ? "Disable" : "Enable");
+  button.addEventListener("click", async () => {
+    if (await act(slot, () => api("PATCH", lakePath(name), { inUse: !inUse })) !== undefined) await redraw();
+  });
+  return h("span.row", {}, button, slot);
 }
 
 const PROVIDERS = {
