@@ -87,8 +87,9 @@ def verdict(value: float, target: float, at_most: bool = True) -> str:
 class Http:
     """A keep-alive HTTP/1.1 connection per (thread, server): the client's own cost stays small."""
 
-    def __init__(self) -> None:
+    def __init__(self, headers: dict[str, str] | None = None) -> None:
         self._local = threading.local()
+        self.headers = dict(headers or {})  # sent with every request (e.g. Authorization)
 
     def _conn(self, base: str) -> http.client.HTTPConnection:
         conns = self._local.__dict__.setdefault("conns", {})
@@ -100,7 +101,7 @@ class Http:
     def request(self, base: str, method: str, path: str, body: Any = None) -> tuple[int, Any, float]:
         """(status, decoded JSON body, seconds). Retries once on a connection the server closed."""
         data = None if body is None else json.dumps(body).encode()
-        headers = {"Content-Type": "application/json"} if data is not None else {}
+        headers = {**self.headers, **({"Content-Type": "application/json"} if data is not None else {})}
         for attempt in (0, 1):
             conn = self._conn(base)
             started = time.perf_counter()
@@ -169,11 +170,12 @@ class LoadResult:
 Call = Callable[..., bool]
 
 
-def run_clients(clients: int, work: Callable[[int, Call], None]) -> LoadResult:
+def run_clients(clients: int, work: Callable[[int, Call], None], http: Http | None = None) -> LoadResult:
     """Run `work(client_index, call)` in `clients` threads at once; `call(base, method, path, body=None,
     kind="")` issues one request, records its latency under `kind` (or its error) and says whether it
-    succeeded. Returns the pooled result."""
-    http = Http()
+    succeeded. Returns the pooled result. `http`: the connections to use (their headers), a new Http
+    by default."""
+    http = http or Http()
     result = LoadResult()
     lock = threading.Lock()
     start = threading.Barrier(clients + 1)

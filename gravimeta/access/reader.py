@@ -8,18 +8,18 @@ authorization off read nothing (the door decides those without facts).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import and_, null, or_, select
+from sqlalchemy import and_, bindparam, false, null, or_, select
 from sqlalchemy.orm import Session, aliased
 
-from gravimeta import errors
 from gravimeta.access.facts import CATALOG, METALAKE, ROLE, SCHEMA, TABLE, TAG, TREE, USER, Facts, Level
 from gravimeta.ownership.models import OwnerRow, PrincipalRow
-from gravimeta.ownership.store import OwnershipStore
+from gravimeta.ownership.store import levels_statement
 from gravimeta.roles.models import RoleMemberRow, RolePrivilegeRow, RoleRow
 from gravimeta.roles.privileges import DENY
 from gravimeta.store import EntityStore
@@ -78,29 +78,39 @@ class AccessReader:
         return found
 
     def _facts(self, s: Session, user: str, target: Target) -> Facts:
+        """Two statements: the objects of the path (with their owners), the tag and role named, and
+        the caller's membership; then, for a member, its roles and their privileges on those objects."""
         bare = Facts(user, target=target.kind, chain=target.chain, subject=target.subject)
         if not target.path:
             return bare
-        try:
-            _, found = OwnershipStore.levels_in(s, target.path)
-        except errors.NoSuchMetalake:
+        conn = s.connection()
+        params = {**dict(zip(("m", "c", "s", "t"), target.path, strict=False)), "user": user,
+                  "tag": target.tag, "role": target.role}
+        row = conn.execute(_facts_statement(len(target.path), target.tag is not None, target.role is not None),
+                           params).first()
+        if row is None:  # no such metalake
             return bare
+        values = list(row)[1:]  # after the metalake's in_use
         levels: dict[str, Level] = {}
-        for kind, name, level in zip(TREE, target.path, found, strict=False):
-            owner = level.owner
-            levels[kind] = Level(kind, name, level.id, None if owner is None else (owner.type, owner.name))
-        metalake_id = levels[METALAKE].id
-        assert metalake_id is not None
+        for kind, name in zip(TREE, target.path, strict=False):
+            object_id, creator, owner_row, owner_type, owner_name = values[:5]
+            del values[:5]
+            levels[kind] = Level(kind, name, object_id, _owner(creator, owner_row, owner_type, owner_name))
+        member = values.pop(0)
         for single, named in ((TAG, target.tag), (ROLE, target.role)):
             if named is not None:
-                levels[single] = self._named(s, single, metalake_id, [named]).get(named, Level(single, named))
-        member = s.scalar(select(PrincipalRow.id).where(
-            PrincipalRow.metalake_id == metalake_id, PrincipalRow.kind == USER, PrincipalRow.name == user))
+                object_id, creator = values[:2]
+                del values[:2]
+                levels[single] = Level(single, named, object_id, (USER, creator) if object_id and creator else None)
         if member is None:
             return replace(bare, levels=levels)
-        role_ids = frozenset(s.scalars(select(RoleMemberRow.role_id).where(RoleMemberRow.principal_id == member)))
-        levels = _with_privileges(s, role_ids, levels)
-        return replace(bare, member=True, levels=levels, role_ids=role_ids)
+        objects = [(level.kind, level.id) for level in levels.values() if level.id is not None]
+        granted = conn.execute(_grants_statement(len(objects)), {
+            "principal": member, **{f"k{i}": k for i, (k, _) in enumerate(objects)},
+            **{f"i{i}": o for i, (_, o) in enumerate(objects)}}).all()
+        role_ids = frozenset(r[0] for r in granted)
+        return replace(bare, member=True, levels=_apply(levels, [r[1:] for r in granted if r[1] is not None]),
+                       role_ids=role_ids)
 
     def children(self, facts: Facts, kind: str, names: Iterable[str]) -> dict[str, Level]:
         """Levels of the `kind` objects called `names` under the parent these facts name (a
@@ -158,6 +168,11 @@ def _with_privileges(s: Session, role_ids: frozenset[int], levels: dict[str, Lev
         RolePrivilegeRow.role_id.in_(sorted(role_ids)),
         or_(*(and_(RolePrivilegeRow.object_kind == kind, RolePrivilegeRow.object_id == object_id)
               for kind, object_id in objects))))
+    return _apply(levels, list(rows))
+
+
+def _apply(levels: dict[str, Level], rows: list[Any]) -> dict[str, Level]:
+    """`levels` with the privileges of `rows` (object kind, object id, privilege, ALLOW or DENY)."""
     allowed: dict[tuple[str, int], set[str]] = {}
     denied: dict[tuple[str, int], set[str]] = {}
     for kind, object_id, privilege, condition in rows:
@@ -165,3 +180,42 @@ def _with_privileges(s: Session, role_ids: frozenset[int], levels: dict[str, Lev
     return {key: replace(level, allowed=frozenset(allowed.get((level.kind, level.id or 0), ())),
                          denied=frozenset(denied.get((level.kind, level.id or 0), ())))
             for key, level in levels.items()}
+
+
+def _owner(creator: str | None, owner_row: int | None, owner_type: str | None,
+           owner_name: str | None) -> tuple[str, str] | None:
+    """An object's owner: its owner row when one was written (which may say "no owner"), else its creator."""
+    if owner_row is not None:
+        return (owner_type, owner_name) if owner_type and owner_name else None
+    return (USER, creator) if creator else None
+
+
+@functools.cache
+def _facts_statement(depth: int, tag: bool, role: bool) -> Any:
+    """The path's levels with their owners (ownership/store.py), then the caller's principal id in
+    the metalake, then (id, creator) of the tag and the role named: one row, or none without the
+    metalake. Built once per shape; executed on the Core connection (no ORM per request)."""
+    member = (select(PrincipalRow.id).where(PrincipalRow.metalake_id == MetalakeRow.id, PrincipalRow.kind == USER,
+                                            PrincipalRow.name == bindparam("user")).scalar_subquery())
+    statement = levels_statement(depth).add_columns(member)
+    named: Any
+    for wanted, key, model in ((tag, "tag", TagRow), (role, "role", RoleRow)):
+        if wanted:
+            named = aliased(model)
+            statement = statement.outerjoin(named, and_(named.metalake_id == MetalakeRow.id,
+                                                        named.name == bindparam(key))).add_columns(named.id, named.creator)
+    return statement
+
+
+@functools.cache
+def _grants_statement(objects: int) -> Any:
+    """The caller's roles (role_id), each with its privileges on the request's objects (kind, id,
+    privilege, effect; NULL when it has none there): a LEFT JOIN, so a role without any still counts
+    (ROLE::SELF)."""
+    privilege = aliased(RolePrivilegeRow)
+    on_objects = or_(*(and_(privilege.object_kind == bindparam(f"k{i}"), privilege.object_id == bindparam(f"i{i}"))
+                       for i in range(objects))) if objects else false()
+    return (select(RoleMemberRow.role_id, privilege.object_kind, privilege.object_id, privilege.privilege,
+                   privilege.effect)
+            .outerjoin(privilege, and_(privilege.role_id == RoleMemberRow.role_id, on_objects))
+            .where(RoleMemberRow.principal_id == bindparam("principal")))

@@ -234,7 +234,7 @@ class OwnershipStore:
 # ---------------------------------------------------------------------- statements
 
 
-def _levels_statement(depth: int) -> Any:
+def levels_statement(depth: int) -> Any:
     """metalake.in_use, then per level (id, creator, owner row id, owner_type, owner_name): the levels
     joined down by name, each with its owner row joined by id."""
     columns: list[Any] = [MetalakeRow.in_use]
@@ -255,7 +255,7 @@ def _levels_statement(depth: int) -> Any:
     return statement.where(MetalakeRow.name == bindparam("m"))
 
 
-_LEVELS = {depth: _levels_statement(depth) for depth in range(1, 5)}
+_LEVELS = {depth: levels_statement(depth) for depth in range(1, 5)}
 
 
 def _principal(metalake_id: int, kind: str, name: str) -> Any:
