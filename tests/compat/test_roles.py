@@ -280,3 +280,17 @@ def test_without_authorization_the_role_and_permission_interfaces_answer_405(api
                      api.put(f"{metalake.path}/permissions/users/x/grant", {"roleNames": ["r"]}),
                      api.get(f"{metalake.path}/objects/metalake/{metalake.name}/roles")):
         error(response, 405, 1006, "UnsupportedOperationException", in_message="gravitino.authorization.enable")
+
+
+def test_a_user_sees_the_roles_granted_to_it_and_an_override_replaces_every_privilege(admin, bob, tree):
+    metalake, catalog, schema = metalake_of(tree), tree.parent.parent, tree.parent
+    mine, other = create_role(admin, metalake), create_role(admin, metalake)
+    give(admin, metalake, mine)
+    assert ok(bob.get(f"{metalake.path}/roles/{mine}"))["role"]["name"] == mine  # ROLE::SELF
+    error(bob.get(f"{metalake.path}/roles/{other}"), 403, 1008, "ForbiddenException")
+    assert ok(bob.get(f"{metalake.path}/roles"))["names"] == [mine]
+    ok(grant(admin, metalake, mine, catalog, privilege("USE_CATALOG")))
+    overrides = [securable("schema", full_name(schema), privilege("USE_SCHEMA", DENY))]
+    role = ok(admin.put(f"{metalake.path}/permissions/roles/{mine}", {"overrides": overrides}))["role"]
+    assert role["securableObjects"] == [securable("schema", full_name(schema), privilege("use_schema", DENY))]
+    error(bob.get(catalog.path), 403, 1008, "ForbiddenException")  # its USE_CATALOG went with the override
