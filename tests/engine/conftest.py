@@ -278,3 +278,12 @@ def wait_stopped(pid: int, timeout: float = 10.0) -> None:
             return
         time.sleep(0.01)
     raise AssertionError(f"process {pid} not stopped within {timeout}s")
+
+
+def setup_catalog(cluster: Cluster, provider: str, properties: dict[str, str]) -> tuple[Api, Api]:
+    """Replicas a and b, with metalake m, catalog c of `provider` and schema s made through b."""
+    a, b = Api(cluster.replica("a")), Api(cluster.replica("b"))
+    ok(b.metalake())
+    ok(b.catalog(provider, properties))
+    ok(b.schema())
+    return a, b

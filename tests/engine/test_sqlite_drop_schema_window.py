@@ -12,15 +12,12 @@ A deleted the file of B's s: the store had t, the engine had no file for s at al
 
 from __future__ import annotations
 
-from tests.engine.conftest import Api, engine_of, in_background, ok, sqlite_properties
+from tests.engine.conftest import engine_of, in_background, ok, setup_catalog, sqlite_properties
 
 
 def test_a_drop_schema_paused_after_its_engine_commit_leaves_the_re_created_schema_alone(cluster, monkeypatch):
     properties = sqlite_properties()
-    a, b = Api(cluster.replica("a")), Api(cluster.replica("b"))
-    ok(b.metalake())
-    ok(b.catalog("sqlite", properties))
-    ok(b.schema())
+    a, b = setup_catalog(cluster, "sqlite", properties)
     ok(b.table("old"))
     cluster.fp.arm("sqlite.schema_unregistered", tag="a")
     thread, late = in_background(lambda: a.drop_schema())

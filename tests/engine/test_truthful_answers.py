@@ -17,15 +17,12 @@ import re
 
 import pytest
 
-from tests.engine.conftest import Api, engine_of, in_background, ok, sqlite_properties
+from tests.engine.conftest import engine_of, in_background, ok, setup_catalog, sqlite_properties
 
 
 def test_a_rename_whose_intent_a_repair_rolls_forward_answers_outcome_unknown_not_fence_lost(cluster, monkeypatch):
     properties = sqlite_properties()
-    a, b = Api(cluster.replica("a")), Api(cluster.replica("b"))
-    ok(b.metalake())
-    ok(b.catalog("sqlite", properties))
-    ok(b.schema())
+    a, b = setup_catalog(cluster, "sqlite", properties)
     ok(b.table("t"))
     cluster.fp.arm("engine.after_call", tag="a")
     thread, late = in_background(lambda: a.rename_table("t", "t2"))
@@ -58,10 +55,7 @@ def test_a_busy_error_after_the_engine_call_answers_outcome_unknown_not_busy(clu
     (The soak on MariaDB found two acknowledged renames into a schema lost that way: a cascade drop answered
     503 ScopeBusy, then rolled forward by a repair.)"""
     properties = sqlite_properties()
-    a, b = Api(cluster.replica("a")), Api(cluster.replica("b"))
-    ok(b.metalake())
-    ok(b.catalog("sqlite", properties))
-    ok(b.schema())
+    a, b = setup_catalog(cluster, "sqlite", properties)
     ok(b.table("t"))
     if point == "engine.after_call":
         cluster.fp.arm("engine.after_call", "raise ScopeBusy", tag="a")

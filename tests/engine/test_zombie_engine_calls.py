@@ -18,21 +18,13 @@ ordered across related scopes (a later grant on any related path gets a greater 
 from __future__ import annotations
 
 from tests.engine.conftest import (
-    Api,
     engine_of,
     hive_properties,
     in_background,
     ok,
+    setup_catalog,
     sqlite_properties,
 )
-
-
-def setup_catalog(cluster, provider, properties):
-    a, b = Api(cluster.replica("a")), Api(cluster.replica("b"))
-    ok(b.metalake())
-    ok(b.catalog(provider, properties))
-    ok(b.schema())
-    return a, b
 
 
 def assert_a_true_unknown_outcome(answer):
