@@ -156,16 +156,10 @@ def test_a_revoke_on_one_replica_is_seen_by_the_next_request_on_the_other(replic
 
 
 def test_a_role_deleted_while_it_is_being_granted_leaves_no_grant_behind(replicas):
-    fp, a, b, db = replicas
+    b = replicas[2]
     tree_with_role(b)
-    fp.arm("role.after_lock", tag="a")
-    with ThreadPoolExecutor(2) as pool:
-        granting = pool.submit(call, a, "PUT", f"{API}/m/permissions/users/bob/grant", {"roleNames": ["r"]})
-        paused = fp.wait_reached("role.after_lock", tag="a")
-        deleting = pool.submit(call, b, "DELETE", f"{API}/m/roles/r")
-        wait_blocked_or_done(db, deleting)
-        fp.resume(paused)
-        granted, deleted = granting.result(60), deleting.result(60)
+    granted, deleted = grant_racing(replicas, ("PUT", f"{API}/m/permissions/users/bob/grant", {"roleNames": ["r"]}),
+                                    ("DELETE", f"{API}/m/roles/r", None))
 
     assert granted.status_code in (200, 400), f"the grant failed: {granted.status_code} {granted.text}"
     assert ok(deleted)["deleted"] is True
@@ -173,17 +167,10 @@ def test_a_role_deleted_while_it_is_being_granted_leaves_no_grant_behind(replica
 
 
 def test_a_table_dropped_while_a_privilege_on_it_is_granted_takes_the_grant_with_it(replicas):
-    fp, a, b, db = replicas
+    b = replicas[2]
     tree_with_role(b)
-    fp.arm("role.after_lock", tag="a")
-    select = {"privileges": [{"name": "SELECT_TABLE", "condition": "allow"}]}
-    with ThreadPoolExecutor(2) as pool:
-        granting = pool.submit(call, a, "PUT", f"{API}/m/permissions/roles/r/table/c.s.t/grant", select)
-        paused = fp.wait_reached("role.after_lock", tag="a")
-        dropping = pool.submit(call, b, "DELETE", f"{TABLES}/t")
-        wait_blocked_or_done(db, dropping)
-        fp.resume(paused)
-        granted, dropped = granting.result(60), dropping.result(60)
+    granted, dropped = grant_racing(replicas, ("PUT", f"{API}/m/permissions/roles/r/table/c.s.t/grant", SELECT),
+                                    ("DELETE", f"{TABLES}/t", None))
 
     assert granted.status_code in (200, 404), f"the grant failed: {granted.status_code} {granted.text}"
     assert ok(dropped)["dropped"] is True
@@ -194,18 +181,12 @@ def test_a_table_dropped_while_a_privilege_on_it_is_granted_takes_the_grant_with
 
 
 def test_a_grant_racing_a_rename_follows_the_table_to_its_new_name(replicas):
-    fp, a, b, db = replicas
+    b = replicas[2]
     tree_with_role(b)
-    fp.arm("role.after_lock", tag="a")
-    select = {"privileges": [{"name": "SELECT_TABLE", "condition": "allow"}]}
-    with ThreadPoolExecutor(2) as pool:
-        granting = pool.submit(call, a, "PUT", f"{API}/m/permissions/roles/r/table/c.s.t/grant", select)
-        paused = fp.wait_reached("role.after_lock", tag="a")
-        renaming = pool.submit(call, b, "PUT", f"{TABLES}/t", {"updates": [{"@type": "rename", "newName": "t2"}]})
-        wait_blocked_or_done(db, renaming)
-        fp.resume(paused)
-        ok(granting.result(60))
-        ok(renaming.result(60))
+    granted, renamed = grant_racing(replicas, ("PUT", f"{API}/m/permissions/roles/r/table/c.s.t/grant", SELECT),
+                                    ("PUT", f"{TABLES}/t", {"updates": [{"@type": "rename", "newName": "t2"}]}))
+    ok(granted)
+    ok(renamed)
 
     objects = ok(call(b, "GET", f"{API}/m/roles/r"))["role"]["securableObjects"]
     assert {"fullName": "c.s.t2", "type": "table", "privileges": [{"name": "select_table", "condition": "allow"}]} \
@@ -213,6 +194,24 @@ def test_a_grant_racing_a_rename_follows_the_table_to_its_new_name(replicas):
     ok(call(b, "POST", TABLES, {"name": "t", "columns": COLUMNS}))
     assert ok(call(b, "GET", f"{API}/m/objects/table/c.s.t/roles"))["names"] == []
     assert ok(call(b, "GET", f"{API}/m/objects/table/c.s.t2/roles"))["names"] == ["r"]
+
+
+SELECT = {"privileges": [{"name": "SELECT_TABLE", "condition": "allow"}]}
+
+
+def grant_racing(replicas: Any, grant: tuple[str, str, Any], other: tuple[str, str, Any]
+                 ) -> tuple[requests.Response, requests.Response]:
+    """The grant on replica a held at `role.after_lock` (its role row locked) while `other` runs on replica
+    b until it finishes or waits for a row lock; then the grant goes on. Both answers."""
+    fp, a, b, db = replicas
+    fp.arm("role.after_lock", tag="a")
+    with ThreadPoolExecutor(2) as pool:
+        granting = pool.submit(call, a, *grant)
+        paused = fp.wait_reached("role.after_lock", tag="a")
+        racing = pool.submit(call, b, *other)
+        wait_blocked_or_done(db, racing)
+        fp.resume(paused)
+        return granting.result(60), racing.result(60)
 
 
 def wait_blocked_or_done(db: str, request: Any, timeout: float = 30.0) -> str:
