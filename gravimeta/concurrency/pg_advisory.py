@@ -84,6 +84,17 @@ _ADVISORY_CLAIM = text(
 )
 
 
+# A root claim's fence, stored as a lease root claim stores its own (lease_grant.py, step 4): one more than
+# the highest fence of every anchor row, in '/', which every later lease grant reads. A metalake rename
+# claims the root and moves the metalake's catalogs to the anchor of its new name, whose counter may be
+# lower than the one their engines have seen; without this an advisory root claim left '/' as it was, and
+# the catalogs' next claims got fences their engines refused as stale (tests/engine/test_metalake_rename_fences.py).
+_ROOT_FENCE = text(
+    "INSERT INTO gm_claim_anchor (anchor, fence) SELECT '/', COALESCE(MAX(fence), 0) + 1 FROM gm_claim_anchor "
+    "ON CONFLICT (anchor) DO UPDATE SET fence = EXCLUDED.fence"
+)
+
+
 def claim_arguments(path: str) -> dict[str, object]:
     """gm_advisory_claim's arguments for a claim on `path` (its locks as lock_plan gives them)."""
     plan = lock_plan(path)
@@ -142,6 +153,8 @@ class AdvisoryClaim:
                 metrics.contention_waits.labels(self.backend.name).inc()
                 waited = True
             if status in ("granted", "waited"):
+                if self.path == paths.ROOT_PATH and not disabled_for_test("root_fence"):  # TEST-ONLY when off
+                    session.execute(_ROOT_FENCE)  # under the root's exclusive lock: no claim runs meanwhile
                 metrics.claim_acquire_seconds.labels(self.backend.name).observe(time.monotonic() - started)
                 failpoints.hit("advisory.after_lock", scope=self.path)
                 return

@@ -54,9 +54,13 @@ GRAVIMETA_HA_DISABLE (test-only) may name one mechanism:
   no_role_lock      role grants read the role, user and object rows without row locks
                     (gravimeta/roles/store.py; tests/ha/test_access_races.py: a 500 where a racing
                     deletion or drop committed first)
+  root_fence        an advisory claim on the root (a metalake create, rename or drop under AUTO or
+                    PG_ADVISORY) leaves the fence counters as they were (pg_advisory.py;
+                    test_fence_order.py, tests/engine/test_metalake_rename_fences.py: a renamed
+                    metalake's catalogs get fences their engines refuse as stale)
 The switches read by the server itself (no_snapshot, no_row_lock, advisory_queue, no_owner_lock,
 tag_object_lock, statistics_row_lock, engine_fence, identity_keys, import_barrier, retire, retire_delivery,
-request_buffering, commit_session_end, no_access_recheck, access_cache, no_role_lock) go through
+request_buffering, commit_session_end, no_access_recheck, access_cache, no_role_lock, root_fence) go through
 gravimeta.store.database.disabled_for_test and are marked TEST-ONLY where they act.
 """
 
