@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -210,6 +211,7 @@ def load_settings(
             values[f.name] = _convert(f.type, raw, f.metadata["key"])
     values.update({k: v for k, v in overrides.items() if v is not None})
     settings = Settings(**values)
+    settings.store_url = multi_host_url(settings.store_url)
     settings.distributed_lock_backend = settings.distributed_lock_backend.upper()
     if settings.distributed_lock_backend not in ("LEASE_TABLE", "PG_ADVISORY", "AUTO"):
         raise ValueError(
@@ -227,6 +229,23 @@ def load_settings(
             raise ValueError(f"gravitino.authenticators: unknown authenticator {name!r}; use simple and/or oauth")
     check_authorization(settings)
     return settings
+
+
+_MULTI_HOST = re.compile(r"^(?P<scheme>postgresql[^:/]*)://(?:(?P<auth>[^@/]*)@)?(?P<hosts>[^/?@]*,[^/?@]*)(?P<rest>[/?].*)?$")
+
+
+def multi_host_url(url: str) -> str:
+    """libpq's multi-host form, `postgresql+psycopg://u:p@h1:5432,h2:5432/db?target_session_attrs=read-write`
+    (every member of a failover cluster; libpq connects to the first that answers as asked), in the form
+    SQLAlchemy parses: `postgresql+psycopg://u:p@/db?host=h1:5432&host=h2:5432&target_session_attrs=...`.
+    Any other URL comes back unchanged."""
+    match = _MULTI_HOST.match(url)
+    if match is None:
+        return url
+    hosts = "&".join(f"host={h.strip()}" for h in match["hosts"].split(",") if h.strip())
+    path, _, query = (match["rest"] or "/").partition("?")
+    auth = f"{match['auth']}@" if match["auth"] is not None else ""
+    return f"{match['scheme']}://{auth}{path or '/'}?{hosts}" + (f"&{query}" if query else "")
 
 
 def service_admins(settings: Settings) -> frozenset[str]:

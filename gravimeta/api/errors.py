@@ -115,7 +115,9 @@ def register_error_handlers(app: Flask) -> None:
     def _domain(exc: errors.GravitinoError) -> Any:
         note_refusal(exc)
         response = jsonify(error_body(exc, _message(exc.message)))
-        if isinstance(exc, errors.ScopeBusy):
+        if isinstance(exc, errors.ScopeBusy) or (isinstance(exc, errors.StoreUnavailable) and exc.http_status == 503):
+            # nothing was changed and a retry may succeed: a claim freed, the database back or failed over
+            # (a 502 CommitOutcomeUnknown gets none: its client must look before retrying)
             response.headers["Retry-After"] = "1"
         response.headers.update(getattr(exc, "headers", None) or {})  # e.g. WWW-Authenticate on a 401
         return response, exc.http_status

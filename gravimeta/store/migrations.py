@@ -20,7 +20,9 @@ def alembic_config(engine: Engine | None = None) -> Config:
     config = Config()
     config.set_main_option("script_location", str(ALEMBIC_DIR))
     if engine is not None:
-        config.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False))
+        # '%' doubled: the option goes through configparser's interpolation, and a rendered URL has
+        # percent-escapes (a multi-host URL's `host=h%3A5432`, a password's special characters)
+        config.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False).replace("%", "%%"))
     return config
 
 

@@ -106,5 +106,19 @@ def test_the_api_renders_outcome_unknown_as_a_502_gravitino_body_naming_the_oper
                     "message": "the outcome of operation " + "f" * 32 + " is unknown"}
 
 
+def test_the_api_answers_a_failed_store_with_503_and_retry_after():
+    """Nothing was changed and a retry may succeed (the database is back, or a standby was promoted)."""
+    app = Flask("t")
+    register_error_handlers(app)
+
+    @app.post("/w")
+    def write():
+        raise errors.StoreUnavailable("The metadata database failed; nothing was changed")
+
+    response = app.test_client().post("/w")
+    assert response.status_code == 503 and response.headers["Retry-After"] == "1"
+    assert response.get_json()["type"] == "RuntimeException"
+
+
 def test_a_check_on_sqlite_is_off():
     assert not CommitCheck(create_engine("sqlite://")).enabled
