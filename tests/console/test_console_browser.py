@@ -10,45 +10,7 @@ import uuid
 import pytest
 import requests
 
-#: the pages redraw their lists (the cluster page on every poll): an element found may be replaced
-try:
-    from selenium.common.exceptions import StaleElementReferenceException
-
-    REDRAWN: tuple[type[Exception], ...] = (StaleElementReferenceException,)
-except ImportError:  # no selenium: the browser fixture skips, or fails under CI, saying why
-    REDRAWN = ()
-WAIT = 10  # seconds a page element may take to appear (a bound, not a timing assertion)
-
-
-def _wait(browser, css: str, text: str | None = None):
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    wait = WebDriverWait(browser, WAIT, ignored_exceptions=REDRAWN)
-    if text is None:
-        return wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, css)))
-    wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, css), text))
-    return browser.find_element(By.CSS_SELECTOR, css)
-
-
-def _fill(browser, form: str, values: dict[str, str]) -> None:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
-
-    for name, value in values.items():
-        element = browser.find_element(By.CSS_SELECTOR, f"{form} [name='{name}']")
-        if element.tag_name == "select":
-            Select(element).select_by_value(value)
-        else:
-            element.clear()
-            element.send_keys(value)
-
-
-def _submit(browser, form: str) -> None:
-    from selenium.webdriver.common.by import By
-
-    browser.find_element(By.CSS_SELECTOR, f"{form} button[type='submit']").click()
+from tests.console.pages import REDRAWN, WAIT, fill, submit, wait_for
 
 
 def _basic(user: str) -> dict[str, str]:
@@ -62,57 +24,57 @@ def test_metalake_to_table_and_back(browser, console_server, screenshots):
     lake, catalog, schema, table = f"lake_{suffix}", f"cat_{suffix}", f"sch_{suffix}", f"orders_{suffix}"
     browser.get(f"{base}/")
     # the user name the console sends as simple authentication becomes the creator
-    _fill(browser, "#auth", {"user": "alice"})
+    fill(browser, "#auth", {"user": "alice"})
     browser.find_element(By.CSS_SELECTOR, "#auth button").click()
 
-    _wait(browser, "#create-metalake")
-    _fill(browser, "#create-metalake", {"name": lake, "comment": "made in the console"})
-    _submit(browser, "#create-metalake")
-    _wait(browser, "#create-metalake-result", "created")
-    _wait(browser, "#metalakes", lake)
-    _wait(browser, "#tree", lake)
+    wait_for(browser, "#create-metalake")
+    fill(browser, "#create-metalake", {"name": lake, "comment": "made in the console"})
+    submit(browser, "#create-metalake")
+    wait_for(browser, "#create-metalake-result", "created")
+    wait_for(browser, "#metalakes", lake)
+    wait_for(browser, "#tree", lake)
     created = requests.get(f"{base}/api/metalakes/{lake}", timeout=10).json()["metalake"]
     assert created["comment"] == "made in the console" and created["audit"]["creator"] == "alice"
 
     # an error path: the same name again shows Gravitino's 409 code, type and message by the form
-    _fill(browser, "#create-metalake", {"name": lake})
-    _submit(browser, "#create-metalake")
-    error = _wait(browser, "#create-metalake-result .error", "AlreadyExists").text
+    fill(browser, "#create-metalake", {"name": lake})
+    submit(browser, "#create-metalake")
+    error = wait_for(browser, "#create-metalake-result .error", "AlreadyExists").text
     assert "409" in error and "1004" in error and "MetalakeAlreadyExistsException" in error, error
     assert lake in error, error
 
     browser.find_element(By.LINK_TEXT, lake).click()
-    _wait(browser, "#create-catalog")
-    _fill(browser, "#create-catalog", {"name": catalog, "provider": "sqlite", "prop:path": f"{catalog}.db"})
-    _submit(browser, "#create-catalog")
-    _wait(browser, "#create-schema")
+    wait_for(browser, "#create-catalog")
+    fill(browser, "#create-catalog", {"name": catalog, "provider": "sqlite", "prop:path": f"{catalog}.db"})
+    submit(browser, "#create-catalog")
+    wait_for(browser, "#create-schema")
     assert requests.get(f"{base}/api/metalakes/{lake}/catalogs/{catalog}", timeout=10).json()["catalog"][
         "provider"] == "sqlite"
 
-    _fill(browser, "#create-schema", {"name": schema})
-    _submit(browser, "#create-schema")
-    _wait(browser, "#create-table")
-    _fill(browser, "#create-table", {"name": table, "comment": "three columns"})
+    fill(browser, "#create-schema", {"name": schema})
+    submit(browser, "#create-schema")
+    wait_for(browser, "#create-table")
+    fill(browser, "#create-table", {"name": table, "comment": "three columns"})
     browser.find_element(By.ID, "add-column").click()
     browser.find_element(By.ID, "add-column").click()
     columns = [("id", "long", False, "the key"), ("customer", "varchar(40)", True, ""), ("placed", "date", True, "day")]
     for index, (name, type_, nullable, comment) in enumerate(columns):
-        _fill(browser, "#create-table", {f"col-name-{index}": name, f"col-type-{index}": type_,
+        fill(browser, "#create-table", {f"col-name-{index}": name, f"col-type-{index}": type_,
                                          f"col-comment-{index}": comment})
         box = browser.find_element(By.NAME, f"col-nullable-{index}")
         if box.is_selected() != nullable:
             box.click()
-    _submit(browser, "#create-table")
+    submit(browser, "#create-table")
 
     # the table page: columns with their types, nullability and comments; properties; audit
-    _wait(browser, "#columns", "placed")
+    wait_for(browser, "#columns", "placed")
     rows = [[cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
             for row in browser.find_elements(By.CSS_SELECTOR, "#columns tbody tr")]
     assert [(r[0], r[1], r[2], r[5]) for r in rows] == [
         ("id", "long", "NOT NULL", "the key"), ("customer", "varchar(40)", "nullable", ""),
         ("placed", "date", "nullable", "day")], rows
     assert "alice" in browser.find_element(By.ID, "table-audit").text
-    _wait(browser, "#tree a.current", table)
+    wait_for(browser, "#tree a.current", table)
     browser.save_screenshot(str(screenshots / "console-table.png"))
     table_url = f"{base}/api/metalakes/{lake}/catalogs/{catalog}/schemas/{schema}/tables/{table}"
     api_columns = requests.get(table_url, timeout=10).json()["table"]["columns"]
@@ -120,26 +82,26 @@ def test_metalake_to_table_and_back(browser, console_server, screenshots):
         ("id", "long", False), ("customer", "varchar(40)", True), ("placed", "date", True)]
 
     # rename, then drop with confirmation
-    _fill(browser, "#rename-table", {"newName": f"{table}_v2"})
-    _submit(browser, "#rename-table")
-    _wait(browser, "h1", f"{table}_v2")
+    fill(browser, "#rename-table", {"newName": f"{table}_v2"})
+    submit(browser, "#rename-table")
+    wait_for(browser, "h1", f"{table}_v2")
     assert requests.get(table_url, timeout=10).status_code == 404
     browser.find_element(By.ID, "drop-table").click()
     assert requests.get(f"{table_url}_v2", timeout=10).status_code == 200  # the first click only asks
-    _wait(browser, "#drop-table", "Really drop")
+    wait_for(browser, "#drop-table", "Really drop")
     browser.find_element(By.ID, "drop-table").click()
-    _wait(browser, "#tables")
+    wait_for(browser, "#tables")
     assert requests.get(f"{table_url}_v2", timeout=10).status_code == 404
     schema_url = table_url.rsplit("/tables/", 1)[0]
     assert requests.get(f"{schema_url}/tables", timeout=10).json()["identifiers"] == []
 
     # the metalake, from the list: disable it, then drop it (force: it still holds the catalog and schema)
     browser.find_element(By.LINK_TEXT, "Metalakes").click()
-    _wait(browser, f"#toggle-metalake-{lake}", "Disable").click()
-    _wait(browser, f"#toggle-metalake-{lake}", "Enable")
+    wait_for(browser, f"#toggle-metalake-{lake}", "Disable").click()
+    wait_for(browser, f"#toggle-metalake-{lake}", "Enable")
     assert requests.get(f"{base}/api/metalakes/{lake}", timeout=10).json()["metalake"]["properties"]["in-use"] == "false"
-    _wait(browser, f"#drop-metalake-{lake}").click()
-    _wait(browser, f"#drop-metalake-{lake}", "Really drop")
+    wait_for(browser, f"#drop-metalake-{lake}").click()
+    wait_for(browser, f"#drop-metalake-{lake}", "Really drop")
     browser.find_element(By.ID, f"drop-metalake-{lake}").click()
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -151,12 +113,12 @@ def test_cluster_page_shows_replicas_and_refreshes(browser, console_server, scre
     from selenium.webdriver.common.by import By
 
     browser.get(f"{console_server.url}/#/cluster")
-    _wait(browser, "#replicas", "live")
+    wait_for(browser, "#replicas", "live")
     shown = browser.execute_script(  # one read: the page redraws on every poll
         "return [...document.querySelectorAll('#replicas tbody tr')].map(r => r.querySelector('td').textContent)")
     nodes = requests.get(f"{console_server.url}/api/admin/locks", timeout=10).json()["nodes"]
     assert shown == [n["node"] for n in nodes] and shown, shown
-    first = _wait(browser, "#cluster-status", "updated").text
+    first = wait_for(browser, "#cluster-status", "updated").text
     # it refreshes by itself: the status line changes without a reload
     from selenium.webdriver.support.ui import WebDriverWait
 
