@@ -1,8 +1,10 @@
 """Fixtures for the conformance suite: the official `apache-gravitino` client against a real
 `gravimeta serve` (gunicorn, 2 workers) on each database backend.
 
-One server per backend serves the whole session; every test works under its own uniquely named
-metalake, so tests never see each other's objects.
+Two servers per backend serve the whole session: `server` with the access settings of Gravitino's
+shipped `gravitino.conf` (authorization off, `anonymous` its service admin), `authorized_uri` with
+authorization on. Every test works under its own uniquely named metalake, so tests never see each
+other's objects.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 from gravitino import Catalog, GravitinoAdminClient, GravitinoClient
+from gravitino.auth.simple_auth_provider import SimpleAuthProvider
 
 from tests.conftest import require_backend
 from tests.connectors.stub_process import StubProcess
@@ -22,6 +25,11 @@ from tests.support.servers import ServerProcess
 PROVIDERS = ("memory", "sqlite", "hive")
 #: an optional catalog property each provider declares (undeclared keys are stored as given)
 OPTIONAL_PROPERTY = {"memory": ("comment", "set"), "sqlite": ("busy-timeout-ms", "2500"), "hive": ("client.timeout-ms", "4000")}
+#: the access settings of Gravitino's shipped gravitino.conf, read as a properties file
+SHIPPED_ACCESS_CONF = "gravitino.authorization.enable = false\ngravitino.authorization.serviceAdmins = anonymous\n"
+#: the service admin of the authorized server, next to `anonymous` (Gravitino's own client tests
+#: run as a caller without credentials that the conf names a service admin)
+ADMIN = "admin"
 
 
 @pytest.fixture(scope="session")
@@ -38,11 +46,59 @@ def server(request, tmp_path_factory) -> Iterator[ServerProcess]:
     backend = request.param
     require_backend(backend)
     tmp = tmp_path_factory.mktemp(f"conformance-{backend}")
+    conf = tmp / "gravitino.conf"
+    conf.write_text(SHIPPED_ACCESS_CONF)
     with fresh_database(backend, tmp) as url:
-        env = {"GRAVIMETA_SQLITE_CATALOG_ROOT": str(tmp / "sqlite-catalogs")}
+        env = {"GRAVIMETA_SQLITE_CATALOG_ROOT": str(tmp / "sqlite-catalogs"), "GRAVIMETA_CONFIG": str(conf)}
         process = ServerProcess(url, workers=2, log_path=tmp / "server.log", env=env)
         with process:
             yield process
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def authorized_uri(request, tmp_path_factory) -> Iterator[str]:
+    """A `gravimeta serve` with authorization on (service admins `admin` and `anonymous`) on a fresh
+    database of one backend."""
+    require_backend(request.param)
+    tmp = tmp_path_factory.mktemp(f"authorized-{request.param}")
+    with fresh_database(request.param, tmp) as url:
+        env = {"GRAVIMETA_AUTHORIZATION_ENABLE": "true", "GRAVIMETA_SERVICE_ADMINS": f"{ADMIN},anonymous",
+               "GRAVIMETA_SQLITE_CATALOG_ROOT": str(tmp / "sqlite-catalogs")}
+        with ServerProcess(url, workers=2, log_path=tmp / "server.log", env=env) as process:
+            yield process.url
+
+
+@pytest.fixture
+def connect(authorized_uri, monkeypatch) -> Iterator:
+    """connect(user, metalake=None): an admin client (no metalake) or a metalake client of the authorized
+    server acting as `user` (SimpleAuthProvider), or without credentials (`anonymous`) for user None."""
+    opened: list = []
+
+    def open_as(user: str | None, metalake: str | None = None):
+        kwargs = {}
+        if user is not None:
+            monkeypatch.setenv("GRAVITINO_USER", user)
+            kwargs["auth_data_provider"] = SimpleAuthProvider()
+        if metalake is None:
+            client = GravitinoAdminClient(uri=authorized_uri, **kwargs)
+        else:
+            client = GravitinoClient(uri=authorized_uri, metalake_name=metalake, **kwargs)
+        opened.append(client)
+        return client
+
+    yield open_as
+    for client in opened:
+        client.close()
+
+
+@pytest.fixture
+def authorized_metalake(connect) -> Iterator[str]:
+    """A fresh metalake of the authorized server, created (and owned) by ADMIN."""
+    name = new_name("ml")
+    admin = connect(ADMIN)
+    admin.create_metalake(name, "authorized", {})
+    yield name
+    admin.drop_metalake(name, force=True)
 
 
 @pytest.fixture

@@ -1,74 +1,38 @@
 """Owners, users and groups through the official client (GravitinoClient.get_owner / set_owner /
-add_user / ...), against a server with gravitino.authorization.enable=true on each database backend.
-Each caller authenticates with the client's SimpleAuthProvider (GRAVITINO_USER)."""
+add_user / add_group / ...), against a server with gravitino.authorization.enable=true on each database
+backend. Each caller authenticates with the client's SimpleAuthProvider (GRAVITINO_USER), except the
+users' and groups' own tests, which run as Gravitino's client tests do: without credentials, as
+`anonymous`, a service admin."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
-from gravitino import Catalog, GravitinoAdminClient, GravitinoClient, NameIdentifier
+from gravitino import Catalog, GravitinoClient, NameIdentifier
 from gravitino.api.authorization.owner import Owner
 from gravitino.api.metadata_object import MetadataObject
 from gravitino.api.metadata_objects import MetadataObjects
 from gravitino.api.rel.column import Column
 from gravitino.api.rel.table_change import TableChange
 from gravitino.api.rel.types.types import Types
-from gravitino.auth.simple_auth_provider import SimpleAuthProvider
 from gravitino.exceptions.base import (
     ForbiddenException,
+    GroupAlreadyExistsException,
+    NoSuchGroupException,
     NoSuchMetadataObjectException,
+    NoSuchUserException,
     NotFoundException,
     UnsupportedOperationException,
     UserAlreadyExistsException,
 )
 
-from tests.conformance.conftest import new_name
-from tests.conftest import require_backend
-from tests.support.databases import BACKENDS, fresh_database
-from tests.support.servers import ServerProcess
-
-ADMIN = "admin"
-
-
-@pytest.fixture(scope="module", params=BACKENDS)
-def authorized_uri(request, tmp_path_factory) -> Iterator[str]:
-    """A `gravimeta serve` with authorization on (service admin `admin`) on a fresh database."""
-    require_backend(request.param)
-    tmp = tmp_path_factory.mktemp(f"owners-{request.param}")
-    with fresh_database(request.param, tmp) as url:
-        env = {"GRAVIMETA_AUTHORIZATION_ENABLE": "true", "GRAVIMETA_SERVICE_ADMINS": ADMIN,
-               "GRAVIMETA_SQLITE_CATALOG_ROOT": str(tmp / "sqlite-catalogs")}
-        with ServerProcess(url, workers=2, log_path=tmp / "server.log", env=env) as process:
-            yield process.url
+from tests.conformance.conftest import ADMIN, new_name
 
 
 @pytest.fixture
-def connect(authorized_uri, monkeypatch) -> Iterator:
-    """connect(user, metalake=None): an admin client (no metalake) or a metalake client acting as `user`."""
-    opened: list = []
-
-    def open_as(user: str, metalake: str | None = None):
-        monkeypatch.setenv("GRAVITINO_USER", user)
-        if metalake is None:
-            client = GravitinoAdminClient(uri=authorized_uri, auth_data_provider=SimpleAuthProvider())
-        else:
-            client = GravitinoClient(uri=authorized_uri, metalake_name=metalake, auth_data_provider=SimpleAuthProvider())
-        opened.append(client)
-        return client
-
-    yield open_as
-    for client in opened:
-        client.close()
-
-
-@pytest.fixture
-def metalake(connect) -> Iterator[str]:
-    name = new_name("ml")
-    admin = connect(ADMIN)
-    admin.create_metalake(name, "owners", {})
-    yield name
-    admin.drop_metalake(name, force=True)
+def metalake(authorized_metalake: str) -> str:
+    return authorized_metalake
 
 
 def table_object(catalog: str, schema: str, table: str) -> MetadataObject:
@@ -149,6 +113,49 @@ def test_removing_a_user_leaves_its_objects_without_owner(connect, metalake):
     assert admin.remove_user("dave") is True
     assert admin.get_owner(MetadataObjects.of(["c"], MetadataObject.Type.CATALOG)) is None
     assert admin.remove_user("dave") is False
+
+
+def test_users_are_added_read_listed_and_removed(connect, metalake):
+    anonymous = connect(None, metalake)
+    added = anonymous.add_user("u1")
+    assert added.name() == "u1" and added.roles() == [] and added.audit_info().creator() == "anonymous"
+    anonymous.add_user("u2")
+    assert anonymous.get_user("u2").name() == "u2"
+    listed = {user.name(): user for user in anonymous.list_users()}
+    assert sorted(listed) == [ADMIN, "u1", "u2"]  # the metalake's creator is its first user
+    assert listed["u1"].audit_info().create_time() is not None
+    assert sorted(anonymous.list_user_names()) == [ADMIN, "u1", "u2"]
+    with pytest.raises(UserAlreadyExistsException):
+        anonymous.add_user("u1")
+    with pytest.raises(NoSuchUserException):
+        anonymous.get_user("ghost")
+    assert anonymous.remove_user("u1") is True
+    with pytest.raises(NoSuchUserException):
+        anonymous.get_user("u1")
+    assert anonymous.remove_user("u1") is False
+
+
+def test_groups_are_added_read_listed_and_removed(connect, metalake):
+    anonymous = connect(None, metalake)
+    added = anonymous.add_group("engineers")
+    assert added.name() == "engineers" and added.roles() == [] and added.audit_info().creator() == "anonymous"
+    anonymous.add_group("admins")
+    assert anonymous.get_group("engineers").name() == "engineers"
+    anonymous.create_role("builders")
+    anonymous.grant_roles_to_group(["builders"], "engineers")
+    listed = {group.name(): group for group in anonymous.list_groups()}
+    assert sorted(listed) == ["admins", "engineers"]
+    assert (listed["engineers"].roles(), listed["admins"].roles()) == (["builders"], [])
+    assert sorted(anonymous.list_group_names()) == ["admins", "engineers"]
+    with pytest.raises(GroupAlreadyExistsException):
+        anonymous.add_group("engineers")
+    with pytest.raises(NoSuchGroupException):
+        anonymous.get_group("ghost")
+    assert anonymous.remove_group("engineers") is True
+    with pytest.raises(NoSuchGroupException):
+        anonymous.get_group("engineers")
+    assert anonymous.remove_group("engineers") is False
+    assert anonymous.remove_group("ghost") is False
 
 
 def test_without_authorization_owners_are_unsupported(uri, metalake_plain):

@@ -18,7 +18,12 @@ from gravitino.exceptions.base import (
     RoleAlreadyExistsException,
 )
 
-from tests.conformance.test_owners import ADMIN, authorized_uri, connect, metalake  # noqa: F401 (fixtures)
+from tests.conformance.conftest import ADMIN
+
+
+@pytest.fixture
+def metalake(authorized_metalake: str) -> str:
+    return authorized_metalake
 
 
 def names_of(role) -> list[tuple[str, list[str]]]:
@@ -26,7 +31,7 @@ def names_of(role) -> list[tuple[str, list[str]]]:
     return [(o.full_name(), sorted(p.name().name for p in o.privileges())) for o in role.securable_objects()]
 
 
-def test_roles_are_created_read_listed_and_deleted(connect, metalake):  # noqa: F811
+def test_roles_are_created_read_listed_and_deleted(connect, metalake):
     admin = connect(ADMIN, metalake)
     objects = [SecurableObjects.of_metalake(metalake, [Privileges.allow("USE_CATALOG"),
                                                        Privileges.deny("CREATE_CATALOG")])]
@@ -46,7 +51,7 @@ def test_roles_are_created_read_listed_and_deleted(connect, metalake):  # noqa: 
         admin.get_role("empty")
 
 
-def test_roles_are_granted_to_users_and_groups_and_privileges_to_roles(connect, metalake):  # noqa: F811
+def test_roles_are_granted_to_users_and_groups_and_privileges_to_roles(connect, metalake):
     admin = connect(ADMIN, metalake)
     admin.create_role("r")
     admin.add_user("alice")
@@ -69,7 +74,7 @@ def test_roles_are_granted_to_users_and_groups_and_privileges_to_roles(connect, 
     assert revoked.securable_objects() == []
 
 
-def test_a_privilege_granted_through_a_role_is_used_at_once_and_gone_with_its_revoke(connect, metalake):  # noqa: F811
+def test_a_privilege_granted_through_a_role_is_used_at_once_and_gone_with_its_revoke(connect, metalake):
     admin = connect(ADMIN, metalake)
     admin.create_catalog("c", Catalog.Type.RELATIONAL, "memory", None, {})
     admin.add_user("bob")
@@ -84,3 +89,21 @@ def test_a_privilege_granted_through_a_role_is_used_at_once_and_gone_with_its_re
     admin.revoke_roles_from_user(["readers"], "bob")
     with pytest.raises(ForbiddenException):
         bob.load_catalog("c")
+
+
+def test_privileges_are_granted_and_revoked_with_the_object_that_names_them(connect, metalake):
+    """As Gravitino's own client test does: `anonymous` (a service admin, no credentials) passes the same
+    privileges in the securable object and in the call; a group's roles read back through get_group."""
+    anonymous = connect(None, metalake)
+    anonymous.create_role("priv_role")
+    privileges = [Privileges.allow("USE_CATALOG")]
+    on_metalake = SecurableObjects.of_metalake(metalake, privileges)
+    granted = anonymous.grant_privileges_to_role("priv_role", on_metalake, privileges)
+    assert names_of(granted) == [(metalake, ["USE_CATALOG"])]
+    assert names_of(anonymous.get_role("priv_role")) == [(metalake, ["USE_CATALOG"])]
+    assert anonymous.revoke_privileges_from_role("priv_role", on_metalake, privileges).securable_objects() == []
+    anonymous.add_group("engineers")
+    assert anonymous.grant_roles_to_group(["priv_role"], "engineers").roles() == ["priv_role"]
+    assert anonymous.get_group("engineers").roles() == ["priv_role"]
+    assert anonymous.revoke_roles_from_group(["priv_role"], "engineers").roles() == []
+    assert anonymous.get_group("engineers").roles() == []
