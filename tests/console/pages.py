@@ -54,3 +54,21 @@ def texts(browser, css: str) -> list[str]:
     """The text of every element matching `css`, read in one script (no element can go stale between)."""
     return browser.execute_script(
         "return [...document.querySelectorAll(arguments[0])].map(e => e.textContent)", css)
+
+
+def make_schema(base: str, provider: str = "memory", properties: dict[str, str] | None = None,
+                headers: dict[str, str] | None = None) -> tuple[str, str, str]:
+    """A fresh metalake › catalog › schema made through the API; returns their names."""
+    import uuid
+
+    import requests
+
+    suffix = uuid.uuid4().hex[:6]
+    lake, catalog, schema = f"lake_{suffix}", f"cat_{suffix}", f"sch_{suffix}"
+    for path, body in ((f"{base}/api/metalakes", {"name": lake}),
+                       (f"{base}/api/metalakes/{lake}/catalogs", {"name": catalog, "type": "relational",
+                                                                   "provider": provider, "properties": properties or {}}),
+                       (f"{base}/api/metalakes/{lake}/catalogs/{catalog}/schemas", {"name": schema})):
+        answer = requests.post(path, json=body, headers=headers or {}, timeout=30)
+        assert answer.status_code == 200, answer.text
+    return lake, catalog, schema

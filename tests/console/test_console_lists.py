@@ -5,15 +5,13 @@ directly, in one transaction."""
 
 from __future__ import annotations
 
-import uuid
-
 import requests
 from sqlalchemy import insert, select
 
 from gravimeta.store import EntityStore
 from gravimeta.store.database import create_store_engine
 from gravimeta.store.models import ColumnRow, TableRow
-from tests.console.pages import texts, wait_for, wait_until
+from tests.console.pages import make_schema, texts, wait_for, wait_until
 
 TABLES = 10_000
 
@@ -21,13 +19,7 @@ TABLES = 10_000
 def _schema_of_many_tables(server, count: int) -> tuple[str, str, str]:
     """A memory catalog's schema holding `count` one-column tables, written into the store in one
     transaction (the API would take minutes for ten thousand)."""
-    base, suffix = server.url, uuid.uuid4().hex[:6]
-    lake, catalog, schema = f"lake_{suffix}", f"big_{suffix}", "wide"
-    assert requests.post(f"{base}/api/metalakes", json={"name": lake}, timeout=10).status_code == 200
-    assert requests.post(f"{base}/api/metalakes/{lake}/catalogs", timeout=10, json={
-        "name": catalog, "type": "relational", "provider": "memory"}).status_code == 200
-    assert requests.post(f"{base}/api/metalakes/{lake}/catalogs/{catalog}/schemas", json={"name": schema},
-                         timeout=10).status_code == 200
+    lake, catalog, schema = make_schema(server.url)
     engine = create_store_engine(server.store_url)
     try:
         store = EntityStore(engine)

@@ -150,3 +150,34 @@ export function page(title, crumbs, ...content) {
     [i ? " › " : "", link ? h("a", { href: link }, text) : text])) : null;
   $("#main").replaceChildren(trail || "", h("h1", {}, title), ...content);
 }
+
+/** A properties table that edits: each key has a remove button, a row below adds or sets one; `send`
+ * gets Gravitino's updates ([{"@type": "setProperty"|"removeProperty", ...}]) and returns the new
+ * properties, which redraw the table. Reserved keys (`in-use`) are shown but not offered for change. */
+export function propertiesEditor(id, props, send, reserved = ["in-use"]) {
+  const slot = h("div");
+  const result = h("div", { id: `${id}-result` });
+  const draw = (current) => {
+    const rows = Object.entries(current || {}).sort().map(([k, v]) => [h("code", {}, k), v,
+      reserved.includes(k) ? h("span.muted", {}, "reserved") : h("button", { type: "button",
+        "aria-label": `Remove property ${k}`, dataset: { remove: k }, onclick: () => change([
+          { "@type": "removeProperty", property: k }], `property ${k} removed`) }, "Remove")]);
+    slot.replaceChildren(grid(["Key", "Value", ""], rows, id));
+  };
+  const key = h("input", { name: "key", autocomplete: "off", "aria-label": "Property key" });
+  const value = h("input", { name: "value", autocomplete: "off", "aria-label": "Property value" });
+  const form = h("form.row", { id: `${id}-set`, "aria-label": "Set a property" }, key, value,
+    h("button", { type: "submit" }, "Set property"));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    change([{ "@type": "setProperty", property: key.value.trim(), value: value.value }], `property ${key.value.trim()} set`)
+      .then((ok) => ok && form.reset());
+  });
+  async function change(updates, done) {
+    const after = await act(result, () => send(updates), done);
+    if (after !== undefined) draw(after);
+    return after !== undefined;
+  }
+  draw(props);
+  return h("div", {}, slot, form, result);
+}

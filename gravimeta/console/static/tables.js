@@ -1,7 +1,7 @@
 // The schema and table pages: a schema's tables (paged; create with a column editor; drop) and a table's
 // page (columns, properties, audit; rename; drop).
-import { api, href, names, schemaPath, tablePath } from "./api.js";
-import { act, auditTable, dropButton, errorBox, field, grid, h, page, pagedList, propertiesTable } from "./dom.js";
+import { api, enc, href, lakePath, names, schemaPath, tablePath } from "./api.js";
+import { act, auditTable, dropButton, errorBox, field, grid, h, page, pagedList, propertiesEditor } from "./dom.js";
 
 const COLUMN_TYPES = ["integer", "long", "short", "byte", "boolean", "float", "double", "decimal(10,2)", "string",
                       "varchar(255)", "char(10)", "date", "time", "timestamp", "binary", "uuid"];
@@ -57,7 +57,8 @@ export async function schemaPage(m, c, s) {
   });
   slot.replaceChildren(h("p.muted", {}, schema.comment || ""),
     pagedList("tables", "tables", ["Table"], tables, (t) => [h("a", { href: href(m, c, s, t) }, t)]), form,
-    h("h2", {}, "Properties"), propertiesTable(schema.properties), h("h2", {}, "Audit"), auditTable(schema.audit),
+    h("h2", {}, "Properties"), propertiesEditor("schema-properties", schema.properties,
+      async (updates) => (await api("PUT", schemaPath(m, c, s), { updates })).schema.properties), h("h2", {}, "Audit"), auditTable(schema.audit),
     h("h2", {}, "Danger zone"), dropped);
 }
 
@@ -65,30 +66,154 @@ function typeText(type) {
   return typeof type === "string" ? type : JSON.stringify(type);
 }
 
+/** Gravitino's expression JSON as text: a field path, a literal, or a function of them. */
+function exprText(e) {
+  if (e === null || e === undefined) return "";
+  if (Array.isArray(e)) return e.map(exprText).join(", ");
+  if (e.type === "field") return (e.fieldName || []).join(".");
+  if (e.type === "literal") return e.value === null ? "NULL" : `${e.value} (${e.dataType})`;
+  if (e.type === "function") return `${e.funcName}(${exprText(e.funcArgs || [])})`;
+  if (e.type === "unparsed") return e.unparsedExpression;
+  return JSON.stringify(e);
+}
+
+/** A partitioning transform: identity(dt), bucket(4, id), truncate(10, name), list(a, b), ... */
+function transformText(p) {
+  const fields = p.fieldName ? [p.fieldName.join(".")] : (p.fieldNames || []).map((f) => f.join("."));
+  const args = [p.numBuckets ?? p.width, ...fields].filter((x) => x !== undefined);
+  return `${p.strategy}(${args.join(", ")})`;
+}
+
+const COLUMN_ACTIONS = {
+  add: { label: "Add a column", fields: ["name", "type", "comment", "nullable"] },
+  rename: { label: "Rename", fields: ["column", "newName"] },
+  type: { label: "Change the type", fields: ["column", "type"] },
+  comment: { label: "Change the comment", fields: ["column", "comment"] },
+  drop: { label: "Drop", fields: ["column"] },
+};
+
+/** One form for every column change; the action picks which fields it needs. */
+function alterColumnForm(columns, send) {
+  const inputs = {
+    column: h("select", { name: "column" }),
+    name: h("input", { name: "name", autocomplete: "off" }),
+    newName: h("input", { name: "newName", autocomplete: "off" }),
+    type: h("input", { name: "type", list: "column-types", value: "string", autocomplete: "off" }),
+    comment: h("input", { name: "comment", autocomplete: "off" }),
+    nullable: h("input", { name: "nullable", type: "checkbox", checked: true }),
+  };
+  const labels = { column: "Column", name: "New column's name", newName: "New name", type: "Type",
+                   comment: "Comment", nullable: "Nullable" };
+  const fields = Object.fromEntries(Object.entries(inputs).map(([k, input]) => [k, field(labels[k], input)]));
+  const action = h("select", { name: "action" },
+    Object.entries(COLUMN_ACTIONS).map(([k, a]) => h("option", { value: k }, a.label)));
+  const setColumns = (cols) => inputs.column.replaceChildren(...cols.map((c) => h("option", { value: c.name }, c.name)));
+  setColumns(columns);
+  const show = () => {
+    for (const [k, f] of Object.entries(fields)) f.hidden = !COLUMN_ACTIONS[action.value].fields.includes(k);
+  };
+  action.addEventListener("change", show);
+  show();
+  const result = h("div", { id: "alter-column-result" });
+  const form = h("form.card.compact#alter-column", { "aria-label": "Alter a column" }, h("h2", {}, "Alter a column"),
+    field("Change", action), ...Object.values(fields), h("datalist#column-types", {}, COLUMN_TYPES.map((t) => h("option", { value: t }))),
+    h("button.primary", { type: "submit" }, "Apply"), result);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const col = [inputs.column.value];
+    const update = {
+      add: () => ({ "@type": "addColumn", fieldName: [inputs.name.value.trim()], type: inputs.type.value.trim(),
+                    comment: inputs.comment.value || null, nullable: inputs.nullable.checked }),
+      rename: () => ({ "@type": "renameColumn", oldFieldName: col, newFieldName: inputs.newName.value.trim() }),
+      type: () => ({ "@type": "updateColumnType", fieldName: col, newType: inputs.type.value.trim() }),
+      comment: () => ({ "@type": "updateColumnComment", fieldName: col, newComment: inputs.comment.value || null }),
+      drop: () => ({ "@type": "deleteColumn", fieldName: col, ifExists: false }),
+    }[action.value]();
+    const after = await act(result, () => send([update]), `column ${update.fieldName?.[0] || update.oldFieldName[0]} changed`);
+    if (after) setColumns(after.columns || []);
+  });
+  return form;
+}
+
+/** The table's partitions and statistics: read when the page opens; a catalog without partitions says so. */
+async function partitionsAndStatistics(m, c, s, t) {
+  const partitions = h("div#partitions-slot");
+  try {
+    const found = (await api("GET", `${tablePath(m, c, s, t)}/partitions?details=true`)).partitions || [];
+    partitions.append(pagedList("partitions", "partitions", ["Partition", "Type", "Values", "Properties"], found,
+      (p) => [h("code", {}, p.name), p.type,
+        p.type === "identity" ? (p.values || []).map(exprText).join(", ")
+          : p.type === "range" ? `[${exprText(p.lower)}, ${exprText(p.upper)})` : (p.lists || []).map(exprText).join(" | "),
+        Object.entries(p.properties || {}).map(([k, v]) => `${k}=${v}`).join(", ")], (p) => p.name));
+  } catch (exc) { partitions.append(exc.status === 405 ? h("p.muted", {}, exc.message) : errorBox(exc)); }
+  const statsPath = `${lakePath(m)}/objects/table/${enc(`${c}.${s}.${t}`)}/statistics`;
+  const stats = h("div");
+  const drawStats = async () => {
+    try {
+      const found = (await api("GET", statsPath)).statistics || [];
+      stats.replaceChildren(grid(["Statistic", "Value", "Modifiable", "Last modified"], found.map((x) =>
+        [h("code", {}, x.name), JSON.stringify(x.value), x.modifiable ? "yes" : "no",
+         x.audit?.lastModifiedTime || x.audit?.createTime]), "statistics"));
+    } catch (exc) { stats.replaceChildren(errorBox(exc)); }
+  };
+  await drawStats();
+  const name = h("input", { name: "statName", value: "custom-", autocomplete: "off" });
+  const value = h("input", { name: "statValue", autocomplete: "off", placeholder: "JSON (42, \"text\", true) or text" });
+  const result = h("div", { id: "set-statistic-result" });
+  const form = h("form.card#set-statistic", { "aria-label": "Set a statistic" }, field("Statistic (custom-…)", name, true),
+    field("Value", value, true), h("button", { type: "submit" }, "Set statistic"), result);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    let parsed;
+    try { parsed = JSON.parse(value.value); } catch { parsed = value.value; }
+    if (await act(result, () => api("PUT", statsPath, { updates: { [name.value.trim()]: parsed } }),
+                  `statistic ${name.value.trim()} set`) !== undefined) await drawStats();
+  });
+  return [h("h2", {}, "Partitions"), partitions, h("h2", {}, "Statistics"), stats, form];
+}
+
 export async function tablePage(m, c, s, t) {
   const slot = h("div");
   page(`Table ${t}`, [["Metalakes", "#/"], [m, href(m)], [c, href(m, c)], [s, href(m, c, s)], [t]], slot);
   let table;
   try { table = (await api("GET", tablePath(m, c, s, t))).table; } catch (exc) { slot.append(errorBox(exc)); return; }
-  const columns = (table.columns || []).map((col) => [h("code", {}, col.name), h("code", {}, typeText(col.type)),
-    col.nullable === false ? "NOT NULL" : "nullable", col.autoIncrement ? "yes" : "",
-    col.defaultValue ? JSON.stringify(col.defaultValue) : "", col.comment]);
+  const alter = async (updates) => (await api("PUT", tablePath(m, c, s, t), { updates })).table;
+  const columnsSlot = h("div");
+  const drawColumns = (tbl) => columnsSlot.replaceChildren(
+    grid(["Name", "Type", "Nullability", "Auto-increment", "Default", "Comment"], (tbl.columns || []).map((col) => [
+      h("code", {}, col.name), h("code", {}, typeText(col.type)), col.nullable === false ? "NOT NULL" : "nullable",
+      col.autoIncrement ? "yes" : "", exprText(col.defaultValue), col.comment]), "columns"));
+  drawColumns(table);
+  const alterColumns = alterColumnForm(table.columns || [], async (updates) => {
+    const after = await alter(updates);
+    drawColumns(after);
+    return after;
+  });
+  const dist = table.distribution || {};
+  const layout = grid(["Partitioning", "Distribution", "Sort orders"], [[
+    (table.partitioning || []).map(transformText).join(", ") || "none",
+    dist.strategy && dist.strategy !== "none" ? `${dist.strategy}(${exprText(dist.funcArgs || [])}) into ${dist.number}` : "none",
+    (table.sortOrders || []).map((o) => `${exprText(o.sortTerm)} ${o.direction} ${o.nullOrdering}`).join(", ") || "none",
+  ]], "table-layout");
+  const indexes = grid(["Index", "Type", "Columns"], (table.indexes || []).map((i) =>
+    [i.name, i.indexType, (i.fieldNames || []).map((f) => f.join(".")).join(", ")]), "table-indexes");
   const newName = h("input", { name: "newName", autocomplete: "off", value: t });
   const renameResult = h("div", { id: "rename-table-result" });
   const rename = h("form.card#rename-table", { "aria-label": "Rename table" }, h("h2", {}, "Rename"),
     field("New name", newName, true), h("button.primary", { type: "submit" }, "Rename table"), renameResult);
   rename.addEventListener("submit", async (event) => {
     event.preventDefault();
-    const done = await act(renameResult, () => api("PUT", tablePath(m, c, s, t),
-      { updates: [{ "@type": "rename", newName: newName.value.trim() }] }));
-    if (done) location.hash = href(m, c, s, done.table.name);
+    const done = await act(renameResult, () => alter([{ "@type": "rename", newName: newName.value.trim() }]));
+    if (done) location.hash = href(m, c, s, done.name);
   });
   const dropped = dropButton(`table ${t}`, "drop-table", async (res) => {
     if (await act(res, () => api("DELETE", tablePath(m, c, s, t))) !== undefined) location.hash = href(m, c, s);
   });
   slot.replaceChildren(h("p.muted", {}, table.comment || ""),
-    h("h2", {}, "Columns"),
-    grid(["Name", "Type", "Nullability", "Auto-increment", "Default", "Comment"], columns, "columns"),
-    h("h2", {}, "Properties"), propertiesTable(table.properties, "table-properties"),
-    h("h2", {}, "Audit"), auditTable(table.audit, "table-audit"), rename, h("h2", {}, "Danger zone"), dropped);
+    h("h2", {}, "Columns"), columnsSlot, alterColumns, h("h2", {}, "Layout"), layout, h("h2", {}, "Indexes"), indexes,
+    h("h2", {}, "Properties"), propertiesEditor("table-properties", table.properties,
+      async (updates) => (await alter(updates)).properties),
+    h("h2", {}, "Audit"), auditTable(table.audit, "table-audit"), rename,
+    ...await partitionsAndStatistics(m, c, s, t),
+    h("h2", {}, "Danger zone"), dropped);
 }
