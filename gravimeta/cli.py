@@ -121,7 +121,8 @@ def _serve(settings, bind, workers, threads, timeout, migrate) -> None:  # type:
         # gthread, but a thread takes a request only once it has fully arrived (slow or idle clients);
         # TEST-ONLY switch: plain gthread, to show tests/ops/test_slow_clients.py failing without it
         "worker_class": "gthread" if disabled_for_test("request_buffering")
-        else buffering_worker.configured(settings.request_timeout_ms / 1000),
+        else buffering_worker.configured(settings.request_timeout_ms / 1000, settings.send_timeout_ms / 1000,
+                                         settings.max_unsent_bytes),
         "timeout": timeout,
         # a SIGTERM'd worker finishes its in-flight requests (server.py), for at most this long
         "graceful_timeout": settings.graceful_timeout_s(),

@@ -68,6 +68,16 @@ class Settings:
     request_timeout_ms: int = field(
         default=10000, metadata={"key": "gravimeta.server.request-timeout-ms", "env": "GRAVIMETA_REQUEST_TIMEOUT_MS"}
     )
+    # answers are written by the worker's event loop as the client reads them (buffering_worker.py): a client
+    # that accepts none of its answer for this long is disconnected
+    send_timeout_ms: int = field(
+        default=30000, metadata={"key": "gravimeta.server.send-timeout-ms", "env": "GRAVIMETA_SEND_TIMEOUT_MS"}
+    )
+    # the unsent answers one worker holds at most; beyond, the connections that took nothing the longest go
+    max_unsent_bytes: int = field(
+        default=64 * 1024 * 1024,
+        metadata={"key": "gravimeta.server.max-unsent-bytes", "env": "GRAVIMETA_MAX_UNSENT_BYTES"},
+    )
     # how long a SIGTERM'd worker may finish its in-flight requests before it is killed (gunicorn's
     # graceful timeout, in whole seconds, rounded up); a request stuck longer is ended with the worker
     graceful_timeout_ms: int = field(
@@ -221,6 +231,10 @@ def load_settings(
     if settings.graceful_timeout_ms <= 0:
         raise ValueError("gravimeta.server.graceful-timeout-ms must be a positive number of milliseconds, "
                          f"not {settings.graceful_timeout_ms}")
+    for key, value in (("gravimeta.server.send-timeout-ms", settings.send_timeout_ms),
+                       ("gravimeta.server.max-unsent-bytes", settings.max_unsent_bytes)):
+        if value <= 0:
+            raise ValueError(f"{key} must be a positive number, not {value}")
     if settings.journal_repair_interval_ms < 0:
         raise ValueError("gravimeta.journal.repair-interval-ms must be 0 (off) or a positive number of "
                          f"milliseconds, not {settings.journal_repair_interval_ms}")

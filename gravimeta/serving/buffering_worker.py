@@ -29,6 +29,31 @@ immediate and the draining is done by the event loop as bytes arrive (`_linger`)
 when the client closes, after LINGER_S, or after MAX_LINGER_DRAIN bytes, whichever comes first, and no
 more than MAX_LINGERING sockets wait at once (beyond that they are closed at once).
 
+Answers are written the same way, from the event loop, so that a client that does not read cannot hold a
+thread either. gthread's thread writes the answer on a blocking socket: an answer larger than what the
+kernel's socket buffers take (a few MB; anyone can make a metalake of 8 MB) waits for the client to read,
+for ever; 40 connections that asked for such a metalake and never read left `serve` (2 workers x 4
+threads) without an answer for 20 s and more. Here the thread's writes go to an `Outbox`
+(`handle_request`): each is sent at once as far as the socket takes it without waiting (MSG_DONTWAIT),
+and the rest is kept in memory as it is (the answer was in memory already: gunicorn gets it from the
+app as one body). When the thread is done, `finish_request` gives what is left to the event loop, which
+writes it as the socket drains (`_on_writable`); only then does the connection go on as gthread's would
+(kept alive for the next request, or closed with `_linger`). Small answers never reach the loop: the
+kernel takes them whole while the thread writes. Limits: a connection
+whose client accepts nothing for SEND_TIMEOUT_S (`gravimeta.server.send-timeout-ms`) is reset (SO_LINGER
+0: the kernel drops what it still holds for it too), and when the unsent bytes of one worker exceed
+MAX_UNSENT_BYTES (`gravimeta.server.max-unsent-bytes`), the connections that accepted nothing the
+longest are reset until they do not (never the one just added: one answer is bounded by the app's
+limits). So memory for unsent answers is about that cap plus threads x one answer, and no client can
+keep a thread longer than the app takes to produce its answer.
+
+Why not a send timeout on the thread (SO_SNDTIMEO with a deadline for the whole answer): the thread is
+still held for that long by each client that does not read, so 40 such clients on 4 threads delay every
+other request by about 10 timeouts, and a timeout short enough to keep that under a second would cut off
+honest clients on slow links. Non-blocking writes in the thread alone do not help either: a thread that
+meets a full socket must wait for it or hand the rest to something that waits. Here the thread never
+waits, and the event loop, which already waits on every socket of the worker, does.
+
 Written against gunicorn 27's gthread (pyproject pins gunicorn>=27,<28).
 """
 
@@ -38,13 +63,17 @@ import errno
 import json
 import selectors
 import socket
+import struct
 import time
+from collections import deque
 from functools import partial
 from typing import Any
 
 from gunicorn.workers.gthread import ThreadWorker
 
 REQUEST_TIMEOUT_S = 10.0
+SEND_TIMEOUT_S = 30.0
+MAX_UNSENT_BYTES = 64 * 1024 * 1024
 LINGER_S = 2.0
 MAX_LINGER_DRAIN = 64 * 1024
 MAX_LINGERING = 1000
@@ -132,15 +161,80 @@ class RequestBuffer:
         return b"\r\n".join(kept) + bytes(self.data[self.head_end:])
 
 
+class Outbox:
+    """The socket a thread writes an answer to (gunicorn's Response calls `sendall`): what the socket takes
+    at once is sent, the rest is kept, in order, for the event loop. Everything else goes to the socket."""
+
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        self.unsent: deque[memoryview] = deque()
+        self.size = 0  # bytes in `unsent`
+
+    def sendall(self, data: bytes) -> None:
+        view = memoryview(bytes(data) if not isinstance(data, bytes) else data)
+        if not self.unsent:
+            view = self._send_now(view)
+        if view:
+            self.unsent.append(view)
+            self.size += len(view)
+
+    def sendfile(self, file: Any, offset: int = 0, count: int | None = None) -> None:
+        """gunicorn's sendfile path (static files): read into the outbox, the socket may not be waited on."""
+        file.seek(offset)
+        left = count
+        while left is None or left > 0:
+            chunk = file.read(READ_CHUNK if left is None else min(READ_CHUNK, left))
+            if not chunk:
+                break
+            self.sendall(chunk)
+            if left is not None:
+                left -= len(chunk)
+
+    def flush(self) -> int:
+        """Send what the socket takes now; the number of bytes sent (OSError: the client is gone)."""
+        before = self.size
+        while self.unsent:
+            view = self.unsent[0]
+            rest = self._send_now(view)
+            self.size -= len(view) - len(rest)
+            if rest:
+                self.unsent[0] = rest
+                break
+            self.unsent.popleft()
+        return before - self.size
+
+    def _send_now(self, view: memoryview) -> memoryview:
+        while view:
+            try:
+                sent = self.sock.send(view, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                break
+            view = view[sent:]
+        return view
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sock, name)
+
+
 class BufferingThreadWorker(ThreadWorker):  # type: ignore[misc]
-    """gthread that reads each request in full before a thread takes it (module docstring)."""
+    """gthread that reads each request in full before a thread takes it, and writes what the client
+    does not take at once from its event loop (module docstring)."""
 
     request_timeout_s = REQUEST_TIMEOUT_S
+    send_timeout_s = SEND_TIMEOUT_S
+    max_unsent_bytes = MAX_UNSENT_BYTES
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
+        from gravimeta.store.database import disabled_for_test
+
         self.reading: dict[Any, float] = {}  # connection -> deadline, in deadline order
         self.lingering: dict[socket.socket, list[float]] = {}  # closing socket -> [deadline, drained]
+        self.writing: dict[Any, float] = {}  # connection -> deadline, in deadline order
+        self.unsent_bytes = 0  # of the connections in `writing`
+        # TEST-ONLY switch: the thread writes the whole answer on a blocking socket, as gthread does
+        # (tests/ops/test_slow_readers.py fails with it)
+        self.buffer_answers = not self.cfg.is_ssl and not disabled_for_test("response_buffering")
 
     # ------------------------------------------------------------------ gthread's hand-over points
 
@@ -170,9 +264,30 @@ class BufferingThreadWorker(ThreadWorker):  # type: ignore[misc]
             conn.parser.unreader.unread(data)
         return super().handle(conn)
 
+    def handle_request(self, req: Any, conn: Any) -> Any:
+        """Runs in a pool thread: the answer goes to an Outbox, what the socket did not take waits there."""
+        if not self.buffer_answers:
+            return super().handle_request(req, conn)
+        sock = conn.sock
+        conn.sock = outbox = Outbox(sock)
+        try:
+            return super().handle_request(req, conn)
+        finally:
+            conn.sock = sock
+            if outbox.unsent:
+                conn.gm_outbox = outbox
+
     def finish_request(self, conn: Any, fs: Any) -> None:
-        """On the event loop, once a thread is done: a connection that is not kept alive is closed
-        without waiting (_linger); the rest goes gthread's way."""
+        """On the event loop, once a thread is done: what its answer left unsent is written first
+        (_on_writable); then a connection that is not kept alive is closed without waiting (_linger),
+        the rest goes gthread's way."""
+        outbox = conn.__dict__.pop("gm_outbox", None)
+        if outbox is not None and not fs.cancelled() and fs.exception() is None:
+            self._write_later(conn, fs, outbox)
+            return
+        self._answered(conn, fs)
+
+    def _answered(self, conn: Any, fs: Any) -> None:
         try:
             result = fs.result() if not fs.cancelled() else False
         except Exception:
@@ -199,6 +314,63 @@ class BufferingThreadWorker(ThreadWorker):  # type: ignore[misc]
             if deadline > now and self.alive:
                 break  # one LINGER_S for all: insertion order is deadline order
             self._end_linger(sock)
+        for conn, deadline in list(self.writing.items()):
+            if deadline > now:
+                break  # in deadline order (a connection that takes bytes moves to the end)
+            self._reset(conn)
+
+    # ------------------------------------------------------------------ writing on the loop
+
+    def _write_later(self, conn: Any, fs: Any, outbox: Outbox) -> None:
+        conn.gm_outbox, conn.gm_future = outbox, fs
+        self.writing[conn] = time.monotonic() + self.send_timeout_s
+        self.unsent_bytes += outbox.size
+        try:
+            conn.sock.setblocking(False)
+            self.poller.register(conn.sock, selectors.EVENT_WRITE, partial(self._on_writable, conn))
+        except (OSError, ValueError, KeyError):  # closed by the thread (an error after the headers)
+            self._reset(conn)
+            return
+        # too much unsent: reset the connections that took nothing the longest (first in `writing`)
+        while self.unsent_bytes > self.max_unsent_bytes and len(self.writing) > 1:
+            self._reset(next(iter(self.writing)))
+
+    def _on_writable(self, conn: Any, _sock: Any) -> None:
+        outbox: Outbox = conn.gm_outbox
+        try:
+            sent = outbox.flush()
+        except OSError:
+            self._reset(conn)
+            return
+        self.unsent_bytes -= sent
+        if outbox.unsent:
+            if sent:  # it reads: a new deadline, last in order
+                del self.writing[conn]
+                self.writing[conn] = time.monotonic() + self.send_timeout_s
+            return
+        del self.writing[conn]
+        self.poller.unregister(conn.sock)
+        fs = conn.gm_future
+        del conn.gm_outbox, conn.gm_future
+        self._answered(conn, fs)
+
+    def _reset(self, conn: Any) -> None:
+        """Drop a connection whose answer is not written: reset, so that the kernel drops what it holds too."""
+        del self.writing[conn]
+        outbox = conn.__dict__.pop("gm_outbox", None)
+        conn.__dict__.pop("gm_future", None)
+        if outbox is not None:
+            self.unsent_bytes -= outbox.size
+        try:
+            self.poller.unregister(conn.sock)
+        except (KeyError, ValueError, OSError):
+            pass
+        try:
+            conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
+        self.nr_conns -= 1
+        conn.close()
 
     # ------------------------------------------------------------------ closing on the loop
 
@@ -308,9 +480,12 @@ class BufferingThreadWorker(ThreadWorker):  # type: ignore[misc]
         return int(config.get("MAX_CONTENT_LENGTH") or DEFAULT_MAX_BODY)
 
 
-def configured(request_timeout_s: float) -> type[BufferingThreadWorker]:
-    """The worker class with its request timeout (gunicorn takes a class as worker_class)."""
-    return type("BufferingThreadWorker", (BufferingThreadWorker,), {"request_timeout_s": request_timeout_s})
+def configured(request_timeout_s: float, send_timeout_s: float = SEND_TIMEOUT_S,
+               max_unsent_bytes: int = MAX_UNSENT_BYTES) -> type[BufferingThreadWorker]:
+    """The worker class with its limits (gunicorn takes a class as worker_class)."""
+    return type("BufferingThreadWorker", (BufferingThreadWorker,), {
+        "request_timeout_s": request_timeout_s, "send_timeout_s": send_timeout_s,
+        "max_unsent_bytes": max_unsent_bytes})
 
 
 def _send_quietly(sock: socket.socket, data: bytes) -> None:

@@ -42,6 +42,9 @@ GRAVIMETA_HA_DISABLE (test-only) may name one mechanism:
                     (dispatch/retirement.py; test_engine_identity_races.py, the missed retirement)
   request_buffering `gravimeta serve` runs plain gthread instead of the buffering worker
                     (gravimeta/cli.py; tests/ops/test_slow_clients.py)
+  response_buffering  the buffering worker's threads write whole answers on blocking sockets instead of
+                    leaving what the client does not take at once to the event loop
+                    (gravimeta/serving/buffering_worker.py; tests/ops/test_slow_readers.py)
   commit_session_end  the check of a lost COMMIT takes a missing write marker as "did not commit"
                     without ending the old session and waiting for it to go (store/commit_check.py;
                     tests/store/test_commit_check.py: a COMMIT still on its way then commits after the
@@ -60,7 +63,8 @@ GRAVIMETA_HA_DISABLE (test-only) may name one mechanism:
                     metalake's catalogs get fences their engines refuse as stale)
 The switches read by the server itself (no_snapshot, no_row_lock, advisory_queue, no_owner_lock,
 tag_object_lock, statistics_row_lock, engine_fence, identity_keys, import_barrier, retire, retire_delivery,
-request_buffering, commit_session_end, no_access_recheck, access_cache, no_role_lock, root_fence) go through
+request_buffering, response_buffering, commit_session_end, no_access_recheck, access_cache, no_role_lock,
+root_fence) go through
 gravimeta.store.database.disabled_for_test and are marked TEST-ONLY where they act.
 """
 
