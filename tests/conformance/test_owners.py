@@ -115,47 +115,45 @@ def test_removing_a_user_leaves_its_objects_without_owner(connect, metalake):
     assert admin.remove_user("dave") is False
 
 
-def test_users_are_added_read_listed_and_removed(connect, metalake):
-    anonymous = connect(None, metalake)
-    added = anonymous.add_user("u1")
-    assert added.name() == "u1" and added.roles() == [] and added.audit_info().creator() == "anonymous"
-    anonymous.add_user("u2")
-    assert anonymous.get_user("u2").name() == "u2"
-    listed = {user.name(): user for user in anonymous.list_users()}
-    assert sorted(listed) == [ADMIN, "u1", "u2"]  # the metalake's creator is its first user
-    assert listed["u1"].audit_info().create_time() is not None
-    assert sorted(anonymous.list_user_names()) == [ADMIN, "u1", "u2"]
-    with pytest.raises(UserAlreadyExistsException):
-        anonymous.add_user("u1")
-    with pytest.raises(NoSuchUserException):
-        anonymous.get_user("ghost")
-    assert anonymous.remove_user("u1") is True
-    with pytest.raises(NoSuchUserException):
-        anonymous.get_user("u1")
-    assert anonymous.remove_user("u1") is False
+#: per kind of principal: what adding it twice raises, what reading a missing one raises
+PRINCIPAL_ERRORS = {"user": (UserAlreadyExistsException, NoSuchUserException),
+                    "group": (GroupAlreadyExistsException, NoSuchGroupException)}
 
 
-def test_groups_are_added_read_listed_and_removed(connect, metalake):
+@pytest.mark.parametrize("kind", ["user", "group"])
+def test_users_and_groups_are_added_read_listed_and_removed(connect, metalake, kind):
     anonymous = connect(None, metalake)
-    added = anonymous.add_group("engineers")
-    assert added.name() == "engineers" and added.roles() == [] and added.audit_info().creator() == "anonymous"
-    anonymous.add_group("admins")
-    assert anonymous.get_group("engineers").name() == "engineers"
+    add, get, remove = (getattr(anonymous, f"{verb}_{kind}") for verb in ("add", "get", "remove"))
+    already, missing = PRINCIPAL_ERRORS[kind]
+    first = [ADMIN] if kind == "user" else []  # the metalake's creator is its first user
+    added = add("p1")
+    assert added.name() == "p1" and added.roles() == [] and added.audit_info().creator() == "anonymous"
+    add("p2")
+    assert get("p2").name() == "p2"
+    listed = {principal.name(): principal for principal in getattr(anonymous, f"list_{kind}s")()}
+    assert sorted(listed) == [*first, "p1", "p2"]
+    assert listed["p1"].audit_info().create_time() is not None
+    assert sorted(getattr(anonymous, f"list_{kind}_names")()) == [*first, "p1", "p2"]
+    with pytest.raises(already):
+        add("p1")
+    with pytest.raises(missing):
+        get("ghost")
+    assert remove("p1") is True
+    with pytest.raises(missing):
+        get("p1")
+    assert remove("p1") is False
+    assert remove("ghost") is False
+
+
+def test_the_roles_of_groups_are_listed_with_them(connect, metalake):
+    anonymous = connect(None, metalake)
+    for group in ("engineers", "admins"):
+        anonymous.add_group(group)
     anonymous.create_role("builders")
     anonymous.grant_roles_to_group(["builders"], "engineers")
-    listed = {group.name(): group for group in anonymous.list_groups()}
-    assert sorted(listed) == ["admins", "engineers"]
-    assert (listed["engineers"].roles(), listed["admins"].roles()) == (["builders"], [])
-    assert sorted(anonymous.list_group_names()) == ["admins", "engineers"]
-    with pytest.raises(GroupAlreadyExistsException):
-        anonymous.add_group("engineers")
-    with pytest.raises(NoSuchGroupException):
-        anonymous.get_group("ghost")
-    assert anonymous.remove_group("engineers") is True
-    with pytest.raises(NoSuchGroupException):
-        anonymous.get_group("engineers")
-    assert anonymous.remove_group("engineers") is False
-    assert anonymous.remove_group("ghost") is False
+    listed = {group.name(): group.roles() for group in anonymous.list_groups()}
+    assert listed == {"engineers": ["builders"], "admins": []}
+    assert anonymous.get_group("engineers").roles() == ["builders"]
 
 
 def test_without_authorization_owners_are_unsupported(uri, metalake_plain):
