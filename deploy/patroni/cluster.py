@@ -179,11 +179,14 @@ listen primary
         _wait("HAProxy routes to the primary", lambda: self._haproxy_ready(), 20)
 
     def _haproxy_ready(self) -> bool:
+        """HAProxy starts with every server up until its checks say otherwise: ready once several new
+        connections in a row reach a primary."""
         primary = self.primary()
         if primary is None:
             return False
         try:
-            return self.psql(primary, "SELECT 1", port=self.haproxy_port) == "1"
+            return all(self.psql(primary, "SELECT pg_is_in_recovery()", database="postgres",
+                                 port=self.haproxy_port) == "f" for _ in range(2 * len(self.members)))
         except RuntimeError:
             return False
 
@@ -209,8 +212,9 @@ listen primary
                 "dcs": {
                     "ttl": PATRONI_TTL, "loop_wait": LOOP_WAIT, "retry_timeout": RETRY_TIMEOUT,
                     "maximum_lag_on_failover": 1048576,
-                    # a crashed primary is failed over, not restarted in place (docs/ha.md)
-                    "primary_start_timeout": 0,
+                    # a crashed primary is failed over, not restarted in place (docs/ha.md); alone, it
+                    # is restarted (Patroni's default)
+                    "primary_start_timeout": 0 if len(self.members) > 1 else 300,
                     "synchronous_mode": self.synchronous, "synchronous_mode_strict": self.strict,
                     "postgresql": {"use_pg_rewind": True, "use_slots": True, "pg_hba": hba,
                                    "parameters": {"wal_level": "replica", "hot_standby": "on", "wal_log_hints": "on",
@@ -300,6 +304,12 @@ listen primary
             raise RuntimeError(f"{member.name} has no postmaster.pid")
         os.kill(pid, signal.SIGKILL)
         return pid
+
+    def walsender_pids(self, primary: Member) -> list[int]:
+        """The primary's WAL senders: SIGSTOP them and its standbys lag (a stopped WAL receiver would not
+        do: the kernel still takes the stream into its socket buffer, and it reads that on SIGCONT)."""
+        out = self.psql(primary, "SELECT pid FROM pg_stat_replication", database="postgres")
+        return [int(pid) for pid in out.split()]
 
     def switchover(self, candidate: str | None = None) -> None:
         """A planned switchover through Patroni's REST API (what `patronictl switchover` sends)."""

@@ -68,14 +68,16 @@ def free_block(size: int, low: int = 20000, high: int = 32000) -> int:
 
 
 @contextmanager
-def patroni_cluster(members: int = 2, synchronous: bool = True, strict: bool = False) -> Iterator[PatroniCluster]:
+def patroni_cluster(members: int = 2, synchronous: bool = True, strict: bool = False,
+                    haproxy: bool = False) -> Iterator[PatroniCluster]:
     """Start the cluster, yield it with a primary and its standbys streaming, stop it and remove its
     directory (kept, with the logs, when the test failed: its path is in the failure's output)."""
     require_patroni()
-    base = free_block(2 * members + 2)
+    base = free_block(2 * members + 3)
     directory = Path(tempfile.mkdtemp(prefix="gm-patroni-"))
     cluster = PatroniCluster.layout(directory, members, pg_port=base, rest_port=base + members,
                                     etcd_port=base + 2 * members, synchronous=synchronous, strict=strict)
+    cluster.haproxy_port = base + 2 * members + 2 if haproxy else 0
     cluster.start()
     failed = True
     try:
