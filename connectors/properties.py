@@ -27,7 +27,7 @@ _JAVA_INT_MIN, _JAVA_INT_MAX = -(2**31), 2**31 - 1
 _JAVA_LONG_MIN, _JAVA_LONG_MAX = -(2**63), 2**63 - 1
 
 
-def _java_integer(low: int, high: int) -> Decoder:
+def _java_integer(low: int, high: int) -> Callable[[str], int]:
     def decode(value: str) -> int:
         # Integer.parseInt: an optional sign and ASCII digits, nothing else (no spaces, no '_')
         body = value[1:] if value[:1] in "+-" else value
