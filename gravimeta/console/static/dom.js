@@ -127,19 +127,20 @@ export function auditTable(audit, id) {
 export function dropButton(what, id, onConfirm, ...extra) {
   const slot = h("span");
   const button = h("button.danger", { type: "button", id }, `Drop ${what}`);
+  const cancel = h("button", { type: "button", id: `${id}-cancel`, onclick: () => reset() }, "Cancel");
+  const reset = () => {
+    button.classList.remove("confirm");
+    button.textContent = `Drop ${what}`;
+    cancel.remove();
+  };
   button.addEventListener("click", async () => {
     if (!button.classList.contains("confirm")) {
       button.classList.add("confirm");
       button.textContent = `Really drop ${what}?`;
-      const cancel = h("button", { type: "button", id: `${id}-cancel`, onclick: () => {
-        button.classList.remove("confirm");
-        button.textContent = `Drop ${what}`;
-        cancel.remove();
-      } }, "Cancel");
       button.after(cancel);
       return;
     }
-    button.nextSibling?.id === `${id}-cancel` && button.nextSibling.remove();
+    reset();  // a refused drop asks again next time
     await onConfirm(slot);
   });
   return h("span.row", {}, button, ...extra, slot);

@@ -1,8 +1,8 @@
 // The metalake and catalog pages: the metalake list (create, enable/disable, drop), a metalake's catalogs
 // (filter by provider, create with a form per provider), a catalog's schemas (create, drop).
 import { api, catPath, href, lakePath, names } from "./api.js";
-import { act, auditTable, dropButton, errorBox, field, h, page, pagedList, parseProperties,
-         propertiesTable } from "./dom.js";
+import { $, act, auditTable, dropButton, errorBox, field, h, page, pagedList, parseProperties,
+         propertiesEditor } from "./dom.js";
 import { redrawTree } from "./tree.js";
 
 export async function metalakesPage() {
@@ -28,11 +28,10 @@ export async function metalakesPage() {
       listSlot.replaceChildren(errorBox(exc));
       return;
     }
-    const inUse = (m) => m.properties?.["in-use"] !== "false";
     listSlot.replaceChildren(pagedList("metalakes", "metalakes", ["Name", "Comment", "State", "Creator", "", ""], lakes, (m) => [
       h("a", { href: href(m.name) }, m.name), m.comment,
-      h("span", { class: `badge ${inUse(m) ? "on" : "off"}` }, inUse(m) ? "in use" : "disabled"), m.audit?.creator,
-      toggleButton(m.name, inUse(m), drawList),
+      stateBadge(m), m.audit?.creator,
+      toggleButton(`toggle-metalake-${m.name}`, inUse(m), lakePath(m.name), drawList),
       dropButton(`metalake ${m.name}`, `drop-metalake-${m.name}`, async (slot) => {
         if (await act(slot, () => api("DELETE", `${lakePath(m.name)}?force=true`)) !== undefined) {
           await drawList();
@@ -43,22 +42,28 @@ export async function metalakesPage() {
   await drawList();
 }
 
-/** Enable or disable a metalake (PATCH {"inUse": ...}); a disabled metalake refuses changes inside it. */
-function toggleButton(name, inUse, redraw) {
+/** Enable or disable a metalake or catalog (PATCH {"inUse": ...}); a disabled one refuses changes inside it. */
+function toggleButton(id, inUse, path, redraw) {
   const slot = h("span");
-  const button = h("button", { type: "button", id: `toggle-metalake-${name}` }, inUse ? "Disable" : "Enable");
+  const button = h("button", { type: "button", id }, inUse ? "Disable" : "Enable");
   button.addEventListener("click", async () => {
-    if (await act(slot, () => api("PATCH", lakePath(name), { inUse: !inUse })) !== undefined) await redraw();
+    if (await act(slot, () => api("PATCH", path, { inUse: !inUse })) !== undefined) await redraw();
   });
   return h("span.row", {}, button, slot);
 }
 
+const inUse = (x) => x.properties?.["in-use"] !== "false";
+const stateBadge = (x, id) => h("span", { id, class: `badge ${inUse(x) ? "on" : "off"}` }, inUse(x) ? "in use" : "disabled");
+
 const PROVIDERS = {
   memory: { about: "in this server's memory (lost at restart; for trying things out)", properties: [] },
   sqlite: { about: "a real SQLite file per catalog under the server's sqlite catalog root",
-            properties: [["path", "catalog file, relative to the sqlite catalog root", true]] },
+            properties: [["path", "catalog file, relative to the sqlite catalog root", true],
+                         ["busy-timeout-ms", "how long to wait for another writer (default 5000)", false]] },
   hive: { about: "a Hive-like metastore reached over HTTP",
-          properties: [["metastore.uris", "http://host:port[,http://host:port...]", true]] },
+          properties: [["metastore.uris", "http://host:port[,http://host:port...]", true],
+                       ["client.timeout-ms", "per-call socket timeout", false],
+                       ["default.catalog", "the Hive metastore catalog to use", false]] },
 };
 
 export async function metalakePage(m) {
@@ -80,7 +85,8 @@ export async function metalakePage(m) {
     h("p.muted", {}, lake.comment || ""),
     h("div.row", {}, h("label", { for: "catalog-filter" }, "Provider"), filter), listSlot,
     catalogForm(m),
-    h("h2", {}, "Properties"), propertiesTable(lake.properties),
+    h("h2", {}, "Properties"), propertiesEditor("metalake-properties", lake.properties,
+      async (updates) => (await api("PUT", lakePath(m), { updates })).metalake.properties),
     h("h2", {}, "Audit"), auditTable(lake.audit));
 }
 
@@ -102,17 +108,23 @@ function catalogForm(m) {
   const result = h("div", { id: "create-catalog-result" });
   const form = h("form.card#create-catalog", { "aria-label": "Create catalog" }, h("h2", {}, "Create a catalog"),
     field("Name", name, true), field("Provider", provider, true), about, providerFields, field("Comment", comment),
-    field("Properties", extra), h("button.primary", { type: "submit" }, "Create catalog"), result);
+    field("Properties", extra), h("div.row", {}, h("button#test-connection", { type: "button" }, "Test connection"),
+      h("button.primary", { type: "submit" }, "Create catalog")), result);
+  const body = () => {
+    const properties = parseProperties(extra.value);
+    for (const input of providerFields.querySelectorAll("input")) {
+      if (input.value.trim()) properties[input.dataset.key] = input.value.trim();
+    }
+    return { name: name.value.trim(), type: "relational", provider: provider.value, comment: comment.value || null,
+             properties };
+  };
+  // Gravitino's pre-create probe: the same body, nothing stored; a failure is an error answer
+  $("#test-connection", form).addEventListener("click", () => act(result,
+    async () => api("POST", `${lakePath(m)}/catalogs/testConnection`, body()), "connection ok: the catalog can be created"));
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
-    const created = await act(result, async () => {
-      const properties = parseProperties(extra.value);
-      for (const input of providerFields.querySelectorAll("input")) {
-        if (input.value.trim()) properties[input.dataset.key] = input.value.trim();
-      }
-      return api("POST", `${lakePath(m)}/catalogs`, { name: name.value.trim(), type: "relational",
-        provider: provider.value, comment: comment.value || null, properties });
-    }, `catalog ${name.value.trim()} created`);
+    const created = await act(result, async () => api("POST", `${lakePath(m)}/catalogs`, body()),
+                              `catalog ${name.value.trim()} created`);
     if (created) location.hash = href(m, created.catalog.name);
   });
   return form;
@@ -122,10 +134,11 @@ export async function catalogPage(m, c) {
   const slot = h("div");
   page(`Catalog ${c}`, [["Metalakes", "#/"], [m, href(m)], [c]], slot);
   let catalog, schemas;
-  try {
-    catalog = (await api("GET", catPath(m, c))).catalog;
-    schemas = names(await api("GET", `${catPath(m, c)}/schemas`));
-  } catch (exc) { slot.append(errorBox(exc)); return; }
+  try { catalog = (await api("GET", catPath(m, c))).catalog; } catch (exc) { slot.append(errorBox(exc)); return; }
+  try {  // a disabled catalog lists nothing: its page still offers to enable or drop it
+    schemas = pagedList("schemas", "schemas", ["Schema"], names(await api("GET", `${catPath(m, c)}/schemas`)),
+      (s) => [h("a", { href: href(m, c, s) }, s)]);
+  } catch (exc) { schemas = errorBox(exc); }
   const name = h("input", { name: "name", autocomplete: "off" });
   const comment = h("input", { name: "comment" });
   const result = h("div", { id: "create-schema-result" });
@@ -137,12 +150,20 @@ export async function catalogPage(m, c) {
       { name: name.value.trim(), comment: comment.value || null, properties: {} }), `schema ${name.value.trim()} created`);
     if (created) location.hash = href(m, c, created.schema.name);
   });
+  const force = h("input", { type: "checkbox", id: "drop-catalog-force" });
   const dropped = dropButton(`catalog ${c}`, "drop-catalog", async (res) => {
-    if (await act(res, () => api("DELETE", `${catPath(m, c)}?force=true`)) !== undefined) location.hash = href(m);
-  });
+    const path = force.checked ? `${catPath(m, c)}?force=true` : catPath(m, c);
+    const answer = await act(res, () => api("DELETE", path));
+    if (answer?.dropped) location.hash = href(m);
+    else if (answer) res.replaceChildren(h("div.error", { role: "alert" }, `catalog ${c} was not dropped`));
+  }, h("label", { for: "drop-catalog-force" }, force, " force: drop it in use, with its schemas and tables"));
   slot.replaceChildren(
     h("p.muted", {}, `${catalog.type} · provider ${catalog.provider}${catalog.comment ? " · " + catalog.comment : ""}`),
-    pagedList("schemas", "schemas", ["Schema"], schemas, (s) => [h("a", { href: href(m, c, s) }, s)]), form,
-    h("h2", {}, "Properties"), propertiesTable(catalog.properties), h("h2", {}, "Audit"), auditTable(catalog.audit),
+    h("div.row", {}, stateBadge(catalog, "catalog-state"),
+      toggleButton("toggle-catalog", inUse(catalog), catPath(m, c), () => catalogPage(m, c))),
+    schemas, form,
+    h("h2", {}, "Properties"), propertiesEditor("catalog-properties", catalog.properties,
+      async (updates) => (await api("PUT", catPath(m, c), { updates })).catalog.properties),
+    h("h2", {}, "Audit"), auditTable(catalog.audit),
     h("h2", {}, "Danger zone"), dropped);
 }
