@@ -18,17 +18,21 @@ their store ids, each with its create time:
   token on the catalog's key, above every call made under the name key before.
 
 Keys are resolved under the claim, inside a store transaction, so they name what the claim covers now.
+An identity, once gone from the store, never comes back (`schema_gone`: the repair's rule for an intent
+whose schema was dropped, docs/consistency.md §4).
 """
 
 from __future__ import annotations
 
 from urllib.parse import quote
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from gravimeta import errors
 from gravimeta.store import EntityStore
 from gravimeta.store.database import disabled_for_test
+from gravimeta.store.models import SchemaRow
 
 
 def _part(kind: str, row_id: int, create_time: str | None) -> str:
@@ -65,3 +69,25 @@ def identity_key(store: EntityStore, s: Session, path: str) -> str:
 def catalog_key(catalog_id: int, create_time: str | None) -> str:
     """The key of a catalog (and so of everything in it)."""
     return _part("c", catalog_id, create_time)
+
+
+def schema_in_key(key: str) -> tuple[int, str] | None:
+    """(schema id, create time digits) of the stored schema a key names; None when it names none (a
+    catalog's key, an engine-only schema's '/s~<name>', a path key of an intent recorded before keys)."""
+    parts = key.strip("/").split("/")
+    if len(parts) < 2 or not parts[0].startswith("c") or not parts[1].startswith("s"):
+        return None
+    row_id, dot, digits = parts[1][1:].partition(".")
+    return (int(row_id), digits) if dot and row_id.isdigit() and all(ch.isdigit() for ch in digits) else None
+
+
+def schema_gone(store: EntityStore, catalog_id: int, key: str) -> bool:
+    """Whether the key names a schema of the catalog by identity that the store no longer has (dropped,
+    perhaps created again under its name: another identity)."""
+    named = schema_in_key(key)
+    if named is None:
+        return False
+    with store.snapshot() as s:
+        row = s.execute(select(SchemaRow.create_time)
+                        .where(SchemaRow.id == named[0], SchemaRow.catalog_id == catalog_id)).first()
+    return row is None or "".join(ch for ch in row[0] or "" if ch.isdigit()) != named[1]

@@ -22,7 +22,8 @@ looked. So it observes before it decides, and only once the observation is final
              recorded, as before (a request of another worker may still be running it).
 
 Decisions are keyed by the catalog's id: an intent whose catalog is gone is discarded, one whose catalog
-was renamed is moved to its scope under the new names, and an apply checks in its own transaction that
+was renamed is moved to its scope under the new names, one whose schema (named by identity in its key)
+was dropped is discarded once its barrier is raised (fenced only: see _discard_dropped), and an apply checks in its own transaction that
 the intent is still open and the id still carries the names it applies under (IntentSettled otherwise).
 One bad intent never stops the others: an unexpected failure marks it stuck and the repair goes on.
 """
@@ -46,7 +47,7 @@ from gravimeta.concurrency.coordinator import (
 )
 from gravimeta.dispatch import engine_door
 from gravimeta.dispatch.connector_cache import ConnectorCache
-from gravimeta.dispatch.engine_keys import identity_key
+from gravimeta.dispatch.engine_keys import identity_key, schema_gone
 from gravimeta.dispatch.intent_records import Record, decode
 from gravimeta.dispatch.intents import APPLIED, NOT_APPLIED, Applied, steps
 from gravimeta.entities import NameIdentifier
@@ -124,9 +125,12 @@ class Repairer:
         connector = self.connectors.for_catalog(self.store.get_catalog(*names))
         if connector.process_local:
             return self._stuck(intent, "its catalog's connector is process-local now: no engine to observe")
+        gone = self._schema_dropped(record)
         require_lasting_claim()  # observe, then apply: two steps the claim must cover together
         try:
             mode = self._mode(intent, connector)
+            if gone and mode == FENCED:
+                return self._discard_dropped(intent, record)
             seen = op.observe(connector, record)
         except errors.StaleFence:
             raise
@@ -143,6 +147,25 @@ class Repairer:
             log.info("journal: rolled %s (intent %s) back", op.describe, intent.id)
             return "rolled back"
         return self._stuck(intent, "engine shows neither the state before nor the state after")
+
+    def _schema_dropped(self, record: Record) -> bool:
+        """Whether the schema the intent's key names by identity is gone from the store (a drop; perhaps
+        created again under its name since, as another identity). An identity never comes back, so this
+        read needs no barrier."""
+        if disabled_for_test("dropped_schema"):  # TEST-ONLY: the intent is judged by its names alone
+            return False
+        return schema_gone(self.store, record.where.catalog_id, record.where.key)
+
+    def _discard_dropped(self, intent: Intent, record: Record) -> str:
+        """Under the barrier: the store's drop of the intent's schema won. The drop reached the engine
+        first (a drop is engine first, and its roll-forward follows an engine that shows the schema gone)
+        with a fence above every call of the intent's holder on the schema's key, so whatever the intent
+        did to that incarnation went with it, and its calls can never reach a schema made later under the
+        name. Nothing is left to make agree: the intent ends."""
+        log.warning("journal: dropping intent %s (%s): schema %s of %s.%s, which it changes, was dropped",
+                    intent.id, steps(record).describe, record.where.key, record.where.metalake, record.where.catalog)
+        self.journal.discard(intent.id)
+        return "discarded"
 
     def fence_out(self, intent: Intent, connector: Connector) -> str:
         """Under a claim related to the intent's scope: keep its holder's late engine calls out where the

@@ -61,10 +61,13 @@ GRAVIMETA_HA_DISABLE (test-only) may name one mechanism:
                     PG_ADVISORY) leaves the fence counters as they were (pg_advisory.py;
                     test_fence_order.py, tests/engine/test_metalake_rename_fences.py: a renamed
                     metalake's catalogs get fences their engines refuse as stale)
+  dropped_schema    the repair judges an intent whose schema was dropped (its key's schema identity is
+                    gone from the store) by its names alone (dispatch/repair.py;
+                    tests/engine/test_dropped_schema_intents.py: the intent is marked stuck)
 The switches read by the server itself (no_snapshot, no_row_lock, advisory_queue, no_owner_lock,
 tag_object_lock, statistics_row_lock, engine_fence, identity_keys, import_barrier, retire, retire_delivery,
 request_buffering, response_buffering, commit_session_end, no_access_recheck, access_cache, no_role_lock,
-root_fence) go through
+root_fence, dropped_schema) go through
 gravimeta.store.database.disabled_for_test and are marked TEST-ONLY where they act.
 """
 
