@@ -249,11 +249,20 @@ listen primary
         return out
 
     def primary(self) -> Member | None:
-        """The member whose REST /primary answers 200 (the leader lock and a running writable primary)."""
+        """The member whose REST /primary answers 200 (it holds the leader lock) and whose PostgreSQL takes a
+        connection and is not in recovery. REST alone is not enough: after its postmaster died, Patroni
+        answers /primary from its cached role until its next loop, and on through the crash recovery it runs
+        before restarting PostgreSQL, seconds in all (docs/ha.md "Measured")."""
         for m in self.members:
-            if _http_status(f"{m.rest}/primary") == 200:
+            if _http_status(f"{m.rest}/primary") == 200 and self.writable(m):
                 return m
         return None
+
+    def writable(self, member: Member) -> bool:
+        try:
+            return self.psql(member, "SELECT pg_is_in_recovery()", database="postgres") == "f"
+        except (RuntimeError, subprocess.TimeoutExpired):
+            return False
 
     def wait_primary(self, timeout: float = 60.0, other_than: str | None = None) -> Member:
         def found() -> Member | None:
@@ -285,7 +294,7 @@ listen primary
     def psql(self, member: Member, sql: str, database: str = DATABASE, port: int | None = None) -> str:
         out = subprocess.run([f"{BIN_DIR}/psql", "-h", "127.0.0.1", "-p", str(port or member.pg_port), "-U", SUPERUSER[0],
                               "-d", database, "-tAXc", sql], capture_output=True, text=True, timeout=30,
-                             env={**_clean_env(self.dir), "PGPASSWORD": SUPERUSER[1]})
+                             env={**_clean_env(self.dir), "PGPASSWORD": SUPERUSER[1], "PGCONNECT_TIMEOUT": "2"})
         if out.returncode != 0:
             raise RuntimeError(f"psql on {member.name}: {out.stderr.strip()}")
         return out.stdout.strip()
