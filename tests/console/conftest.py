@@ -28,7 +28,7 @@ def _browser_missing() -> str | None:
     return None
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser() -> Iterator[object]:
     missing = _browser_missing()
     if missing:
@@ -51,7 +51,7 @@ def browser() -> Iterator[object]:
         driver.quit()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def console_server(tmp_path_factory, _migrated_sqlite_template) -> Iterator[ServerProcess]:
     """One replica on a fresh SQLite store, with its own sqlite catalog root."""
     directory = tmp_path_factory.mktemp("console")
@@ -64,7 +64,7 @@ def console_server(tmp_path_factory, _migrated_sqlite_template) -> Iterator[Serv
         yield server
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def screenshots(tmp_path_factory) -> Path:
     """Where the tests write their screenshots: $GRAVIMETA_CONSOLE_SCREENSHOTS, else a temporary directory."""
     chosen = os.environ.get("GRAVIMETA_CONSOLE_SCREENSHOTS")
@@ -72,3 +72,16 @@ def screenshots(tmp_path_factory) -> Path:
         Path(chosen).mkdir(parents=True, exist_ok=True)
         return Path(chosen)
     return tmp_path_factory.mktemp("screenshots")
+
+
+@pytest.fixture(autouse=True)
+def _signed_out(request) -> Iterator[None]:
+    """The browser is shared by the session: each test starts from a blank page and leaves no
+    credentials behind in its servers' localStorage."""
+    yield
+    if "browser" in request.fixturenames:
+        driver = request.getfixturevalue("browser")
+        try:
+            driver.execute_script("try { localStorage.clear() } catch (e) { }")
+        finally:
+            driver.get("about:blank")

@@ -4,6 +4,8 @@ import { api, catPath, href, lakePath, names } from "./api.js";
 import { $, act, auditTable, dropButton, errorBox, field, h, page, pagedList, parseProperties,
          propertiesEditor } from "./dom.js";
 import { redrawTree } from "./tree.js";
+import { metalakeTags, ownerSection, tagsSection } from "./attached.js";
+import { guard, mayOwn } from "./permissions.js";
 
 export async function metalakesPage() {
   const listSlot = h("div");
@@ -85,8 +87,10 @@ export async function metalakePage(m) {
     h("p.muted", {}, lake.comment || ""),
     h("div.row", {}, h("label", { for: "catalog-filter" }, "Provider"), filter), listSlot,
     catalogForm(m),
-    h("h2", {}, "Properties"), propertiesEditor("metalake-properties", lake.properties,
+    h("h2", {}, "Properties"), guard(propertiesEditor("metalake-properties", lake.properties,
       async (updates) => (await api("PUT", lakePath(m), { updates })).metalake.properties),
+    await mayOwn(m, [["metalake", m]]), `change metalake ${m}: only its owner may`),
+    ...(await Promise.all([metalakeTags(m), ownerSection(m, "metalake", m)])).flat(),
     h("h2", {}, "Audit"), auditTable(lake.audit));
 }
 
@@ -157,13 +161,16 @@ export async function catalogPage(m, c) {
     if (answer?.dropped) location.hash = href(m);
     else if (answer) res.replaceChildren(h("div.error", { role: "alert" }, `catalog ${c} was not dropped`));
   }, h("label", { for: "drop-catalog-force" }, force, " force: drop it in use, with its schemas and tables"));
+  const mayAlter = await mayOwn(m, [["metalake", m], ["catalog", c]]);
+  const ownersOnly = `change or drop catalog ${c}: only the owner of the metalake or of the catalog may`;
   slot.replaceChildren(
     h("p.muted", {}, `${catalog.type} · provider ${catalog.provider}${catalog.comment ? " · " + catalog.comment : ""}`),
     h("div.row", {}, stateBadge(catalog, "catalog-state"),
       toggleButton("toggle-catalog", inUse(catalog), catPath(m, c), () => catalogPage(m, c))),
     schemas, form,
-    h("h2", {}, "Properties"), propertiesEditor("catalog-properties", catalog.properties,
-      async (updates) => (await api("PUT", catPath(m, c), { updates })).catalog.properties),
+    h("h2", {}, "Properties"), guard(propertiesEditor("catalog-properties", catalog.properties,
+      async (updates) => (await api("PUT", catPath(m, c), { updates })).catalog.properties), mayAlter, ownersOnly),
+    ...(await Promise.all([tagsSection(m, "catalog", c), ownerSection(m, "catalog", c)])).flat(),
     h("h2", {}, "Audit"), auditTable(catalog.audit),
-    h("h2", {}, "Danger zone"), dropped);
+    h("h2", {}, "Danger zone"), guard(dropped, mayAlter, ownersOnly));
 }

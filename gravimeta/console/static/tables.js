@@ -1,6 +1,8 @@
 // The schema and table pages: a schema's tables (paged; create with a column editor; drop) and a table's
 // page (columns, properties, audit; rename; drop).
 import { api, enc, href, lakePath, names, schemaPath, tablePath } from "./api.js";
+import { ownerSection, tagsSection } from "./attached.js";
+import { guard, mayModifyTable, mayOwn } from "./permissions.js";
 import { act, auditTable, dropButton, errorBox, field, grid, h, page, pagedList, propertiesEditor } from "./dom.js";
 
 const COLUMN_TYPES = ["integer", "long", "short", "byte", "boolean", "float", "double", "decimal(10,2)", "string",
@@ -55,11 +57,14 @@ export async function schemaPage(m, c, s) {
   const dropped = dropButton(`schema ${s}`, "drop-schema", async (res) => {
     if (await act(res, () => api("DELETE", `${schemaPath(m, c, s)}?cascade=true`)) !== undefined) location.hash = href(m, c);
   });
+  const mayAlter = await mayOwn(m, [["metalake", m], ["catalog", c], ["schema", `${c}.${s}`]]);
+  const ownersOnly = `change or drop schema ${s}: only the owner of the metalake, the catalog or the schema may`;
   slot.replaceChildren(h("p.muted", {}, schema.comment || ""),
     pagedList("tables", "tables", ["Table"], tables, (t) => [h("a", { href: href(m, c, s, t) }, t)]), form,
-    h("h2", {}, "Properties"), propertiesEditor("schema-properties", schema.properties,
-      async (updates) => (await api("PUT", schemaPath(m, c, s), { updates })).schema.properties), h("h2", {}, "Audit"), auditTable(schema.audit),
-    h("h2", {}, "Danger zone"), dropped);
+    h("h2", {}, "Properties"), guard(propertiesEditor("schema-properties", schema.properties,
+      async (updates) => (await api("PUT", schemaPath(m, c, s), { updates })).schema.properties), mayAlter, ownersOnly),
+    ...(await Promise.all([tagsSection(m, "schema", `${c}.${s}`), ownerSection(m, "schema", `${c}.${s}`)])).flat(), h("h2", {}, "Audit"), auditTable(schema.audit),
+    h("h2", {}, "Danger zone"), guard(dropped, mayAlter, ownersOnly));
 }
 
 function typeText(type) {
@@ -209,11 +214,18 @@ export async function tablePage(m, c, s, t) {
   const dropped = dropButton(`table ${t}`, "drop-table", async (res) => {
     if (await act(res, () => api("DELETE", tablePath(m, c, s, t))) !== undefined) location.hash = href(m, c, s);
   });
+  const objects = [["metalake", m], ["catalog", c], ["schema", `${c}.${s}`], ["table", `${c}.${s}.${t}`]];
+  const [mayModify, mayDrop] = await Promise.all([mayModifyTable(m, objects, tablePath(m, c, s, t)), mayOwn(m, objects)]);
+  const modifiers = `change table ${t}: it needs MODIFY_TABLE or ownership`;
+  for (const part of [alterColumns, rename]) guard(part, mayModify, modifiers);
   slot.replaceChildren(h("p.muted", {}, table.comment || ""),
     h("h2", {}, "Columns"), columnsSlot, alterColumns, h("h2", {}, "Layout"), layout, h("h2", {}, "Indexes"), indexes,
-    h("h2", {}, "Properties"), propertiesEditor("table-properties", table.properties,
-      async (updates) => (await alter(updates)).properties),
+    h("h2", {}, "Properties"), guard(propertiesEditor("table-properties", table.properties,
+      async (updates) => (await alter(updates)).properties), mayModify, modifiers),
+    ...(await Promise.all([tagsSection(m, "table", `${c}.${s}.${t}`), ownerSection(m, "table", `${c}.${s}.${t}`),
+      partitionsAndStatistics(m, c, s, t)])).flat(),
     h("h2", {}, "Audit"), auditTable(table.audit, "table-audit"), rename,
-    ...await partitionsAndStatistics(m, c, s, t),
-    h("h2", {}, "Danger zone"), dropped);
+    h("h2", {}, "Danger zone"), guard(dropped, mayDrop, `drop table ${t}: only an owner (of it or above it) may`));
+  const statistics = slot.querySelector("#set-statistic");
+  if (statistics) guard(statistics, mayModify, modifiers);
 }

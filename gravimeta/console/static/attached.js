@@ -1,0 +1,95 @@
+// What hangs on an object besides its own fields: its tags (its own, detachable, and those inherited
+// from the objects above it) and its owner (with authorization on; off, the server keeps no owners).
+import { api, enc, lakePath } from "./api.js";
+import { act, errorBox, field, grid, h } from "./dom.js";
+import { guard, mayOwn } from "./permissions.js";
+
+/** The tags section of a catalog, schema or table (`type`, dotted `fullName` without the metalake). */
+export async function tagsSection(m, type, fullName) {
+  const path = `${lakePath(m)}/objects/${type}/${enc(fullName)}/tags`;
+  const listSlot = h("div");
+  const result = h("div", { id: "object-tags-result" });
+  const choice = h("select", { name: "tag", "aria-label": "Tag to attach" });
+  const change = async (body, done) => {
+    if (await act(result, () => api("POST", path, { tagsToAdd: [], tagsToRemove: [], ...body }), done) !== undefined) {
+      await draw();
+    }
+  };
+  async function draw() {
+    let own, all;
+    try {
+      own = (await api("GET", `${path}?details=true`)).tags || [];
+      all = (await api("GET", `${lakePath(m)}/tags`)).names || [];
+    } catch (exc) { listSlot.replaceChildren(errorBox(exc)); return; }
+    listSlot.replaceChildren(grid(["Tag", "Comment", "", ""], own.map((t) => [h("code", {}, t.name), t.comment,
+      t.inherited ? h("span.badge", {}, "inherited") : h("span.badge.on", {}, "own"),
+      t.inherited ? "" : h("button", { type: "button", "aria-label": `Detach tag ${t.name}`, dataset: { detach: t.name },
+        onclick: () => change({ tagsToRemove: [t.name] }, `tag ${t.name} detached`) }, "Detach")]), "object-tags"));
+    const mine = new Set(own.filter((t) => !t.inherited).map((t) => t.name));
+    choice.replaceChildren(...all.filter((n) => !mine.has(n)).map((n) => h("option", { value: n }, n)));
+  }
+  const form = h("form.row#attach-tag", { "aria-label": "Attach a tag" }, choice,
+    h("button", { type: "submit" }, "Attach tag"));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    if (choice.value) change({ tagsToAdd: [choice.value] }, `tag ${choice.value} attached`);
+  });
+  await draw();
+  return [h("h2", {}, "Tags"), listSlot, form, result];
+}
+
+/** The metalake's tags, and a form that creates one. */
+export async function metalakeTags(m) {
+  const listSlot = h("div");
+  const draw = async () => {
+    try {
+      const tags = (await api("GET", `${lakePath(m)}/tags?details=true`)).tags || [];
+      listSlot.replaceChildren(grid(["Tag", "Comment", "Creator"], tags.map((t) =>
+        [h("code", {}, t.name), t.comment, t.audit?.creator]), "tags"));
+    } catch (exc) { listSlot.replaceChildren(errorBox(exc)); }
+  };
+  const name = h("input", { name: "name", autocomplete: "off" });
+  const comment = h("input", { name: "comment", autocomplete: "off" });
+  const result = h("div", { id: "create-tag-result" });
+  const form = h("form.card.compact#create-tag", { "aria-label": "Create tag" }, field("Tag name", name, true),
+    field("Comment", comment), h("button", { type: "submit" }, "Create tag"), result);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    if (await act(result, () => api("POST", `${lakePath(m)}/tags`, { name: name.value.trim(),
+      comment: comment.value || null, properties: {} }), `tag ${name.value.trim()} created`) !== undefined) {
+      form.reset();
+      await draw();
+    }
+  });
+  await draw();
+  return [h("h2", {}, "Tags"), listSlot, form];
+}
+
+/** The owner section: who owns the object and a form that gives it to a user of the metalake. With
+ * authorization off the server answers 405 for owners, and the section says so instead. */
+export async function ownerSection(m, type, fullName) {
+  const path = `${lakePath(m)}/owners/${type}/${enc(fullName)}`;
+  const shown = h("p#owner");
+  let owner;
+  try { owner = (await api("GET", path)).owner; } catch (exc) {
+    if (exc.status === 405) return [h("h2", {}, "Owner"), h("p.muted#owner", {}, "No owners: authorization is off on this server.")];
+    return [h("h2", {}, "Owner"), errorBox(exc)];
+  }
+  const draw = (o) => shown.replaceChildren(...(o ? [h("code", {}, o.name), ` (${o.type.toLowerCase()})`]
+    : [h("span.muted", {}, "no owner")]));
+  draw(owner);
+  const name = h("input", { name: "owner", autocomplete: "off", "aria-label": "New owner (a user of the metalake)" });
+  const result = h("div", { id: "set-owner-result" });
+  const form = h("form.row#set-owner", { "aria-label": "Set the owner" }, name, h("button", { type: "submit" }, "Set owner"));
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const given = name.value.trim();
+    if (await act(result, () => api("PUT", path, { name: given, type: "USER" }), `owner set to ${given}`) !== undefined) {
+      draw({ name: given, type: "USER" });
+    }
+  });
+  const chain = [["metalake", m], ...(type === "metalake" ? [] : fullName.split(".").map((_, i, parts) =>
+    [["catalog", "schema", "table"][i], parts.slice(0, i + 1).join(".")]))];
+  guard(form, await mayOwn(m, chain), `give ${type} ${fullName} away: only an owner (of it or above it) may`);
+  return [h("h2", {}, "Owner"), shown, form, result];
+}
