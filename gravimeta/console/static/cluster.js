@@ -23,6 +23,18 @@ function seconds(ms) {
   return Number.isFinite(ms) ? `${(ms / 1000).toFixed(1)} s` : "?";
 }
 
+/** What a repair does with an open intent (the journal's rules, docs/consistency.md): the console cannot
+ * know the engine's answer in advance, so it says what the repair will look at and when it runs. */
+function repairOf(intent) {
+  if (intent.state === "stuck") {
+    return `a repair failed on it; decide by hand: gravimeta repair --resolve ${intent.id} applied|not-applied, ` +
+      `or --discard ${intent.id}`;
+  }
+  return `run by the next change under ${intent.path} or by gravimeta repair: once the holder can no longer ` +
+    `reach the engine, it looks there and finishes ${intent.operation} in the store if the engine applied it, ` +
+    "else discards the intent (an intent of a catalog that is gone is discarded)";
+}
+
 export async function clusterPage() {
   const status = h("p.muted#cluster-status", { role: "status" }, "loading…");
   const body = h("div#cluster");
@@ -57,8 +69,9 @@ export async function clusterPage() {
       h("h2", {}, "Claims"),
       grid(["Scope", "Holder", "Fence", "Time left", "State"], claimRows, "claims"),
       h("h2", {}, "Journal intents (open)"),
-      grid(["#", "Operation", "Scope", "State", "Since", "Holder", "Detail"], (data.intents || []).map((i) =>
-        [i.id, i.operation, h("code", {}, i.path), i.state, i.since, i.holder, i.detail]), "intents"));
+      grid(["#", "Operation", "Scope", "State", "Since", "Holder", "Detail", "What repair does"],
+        (data.intents || []).map((i) => [i.id, i.operation, h("code", {}, i.path), i.state, i.since, i.holder, i.detail,
+          repairOf(i)]), "intents"));
     tick();
     status.textContent = `updated ${new Date().toLocaleTimeString()}`;
   }

@@ -1,0 +1,47 @@
+"""Errors by the action that caused them: a schema drop whose hive metastore fails answers 502 (outcome
+unknown); the console shows Gravitino's code, type and message by the drop button and names the pending
+operation, and the cluster page lists the open intent with what a repair does with it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import requests
+
+from tests.console.pages import make_schema, wait_for
+
+
+@pytest.fixture
+def stub(tmp_path) -> Iterator[object]:
+    from tests.connectors.stub_process import StubProcess
+
+    process = StubProcess(tmp_path / "hive-stub").start()
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+def test_an_outcome_unknown_names_the_pending_operation_and_the_cluster_page_shows_its_intent(
+        browser, console_server, stub):
+    from selenium.webdriver.common.by import By
+
+    base = console_server.url
+    lake, catalog, schema = make_schema(base, "hive", {"metastore.uris": stub.uri, "client.timeout-ms": "1500"})
+    stub.fault("fail", ops=["drop_database"])
+    browser.get(f"{base}/#/m/{lake}/c/{catalog}/s/{schema}")
+    wait_for(browser, "#drop-schema").click()
+    wait_for(browser, "#drop-schema", "Really drop").click()
+    error = wait_for(browser, ".error", "502", timeout=30).text
+    assert "1007 ConnectionFailedException" in error and "pending operation" in error, error
+    assert f"the pending operation is DELETE /api/metalakes/{lake}/catalogs/{catalog}/schemas/{schema}" in error, error
+    schema_url = f"{base}/api/metalakes/{lake}/catalogs/{catalog}/schemas/{schema}"
+    assert requests.get(schema_url, timeout=10).status_code == 200  # not dropped in the store
+
+    browser.find_element(By.ID, "nav-cluster").click()
+    wait_for(browser, "#intents", f"/{lake}/{catalog}")
+    row = browser.execute_script(
+        "const row = [...document.querySelectorAll('#intents tbody tr')].find(r => r.textContent.includes(arguments[0]));"
+        "return [...row.querySelectorAll('td')].map(td => td.textContent)", f"/{lake}/{catalog}")
+    assert row[1] == "drop_schema" and "finishes drop_schema in the store if the engine applied it" in row[7], row
