@@ -59,6 +59,7 @@ from urllib.parse import quote
 
 from sqlalchemy import Engine, select
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 
 from connectors.base import CatalogContext, Connector
 from connectors.registry import ConnectorRegistry
@@ -119,6 +120,11 @@ class SoakConfig:
     #: engine after the load; the run must then report that divergence (--plant-divergence)
     plant_divergence: bool = False
     progress_every_s: float = 5.0
+    #: an existing, migrated store instead of a fresh database (a Patroni cluster's multi-host URL,
+    #: tests/ha/test_failover_soak.py); the commit-cutting proxy is then left out
+    store_url: str | None = None
+    #: a thread of its own that takes the store away while the load runs (a failover), given the world
+    store_nemesis: Callable[[World], None] | None = None
     work_dir: Path | None = None
     say: Callable[[str], None] = print
 
@@ -508,7 +514,11 @@ def outsider(world: World) -> None:
                 break
         # An answer alone does not say which catalog the name denoted (a swap may be in flight), nor
         # whether a 404 means "gone from the engine" (a create of the schema may be in flight): look.
-        if in_store(store_engine, ident, schema, table) or not in_engine(connector, schema, table):
+        try:
+            settled = in_store(store_engine, ident, schema, table) or not in_engine(connector, schema, table)
+        except OperationalError:  # the store is away (a failover under the soak): still unknown
+            continue
+        if settled:
             with world.outsider_lock:  # imported, or the engine no longer has it
                 world.unimported.discard(key)
     store_engine.dispose()
@@ -822,7 +832,7 @@ def unresolved_names(world: World) -> list[str]:
 def _cluster(cfg: SoakConfig, rng: random.Random) -> Iterator[World]:
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="soak-", dir=cfg.work_dir)))
-        db_url = stack.enter_context(fresh_database(cfg.db, tmp))
+        db_url = cfg.store_url or stack.enter_context(fresh_database(cfg.db, tmp))
         world = World(cfg, db_url, tmp, rng)
         world.sqlite_root.mkdir()
         stack.enter_context(sqlite_root(world.sqlite_root))  # the outsider and the engine check use connectors
@@ -830,10 +840,12 @@ def _cluster(cfg: SoakConfig, rng: random.Random) -> Iterator[World]:
         world.stub = StubProcess(tmp / "hive-stub").start()
         stack.callback(world.stub.stop)
 
-        url = make_url(db_url)
-        world.proxy = TcpProxy(url.host or "127.0.0.1", url.port or (5432 if cfg.db == "postgresql" else 3306)).start()
-        stack.callback(world.proxy.stop)
-        proxied = url.set(port=world.proxy.port).render_as_string(hide_password=False)
+        proxied = db_url
+        if cfg.store_url is None:
+            url = make_url(db_url)
+            world.proxy = TcpProxy(url.host or "127.0.0.1", url.port or (5432 if cfg.db == "postgresql" else 3306)).start()
+            stack.callback(world.proxy.stop)
+            proxied = url.set(port=world.proxy.port).render_as_string(hide_password=False)
 
         def stop_servers() -> None:
             lift_faults(world)
@@ -874,6 +886,8 @@ def run(cfg: SoakConfig) -> SoakResult:
         if cfg.outsider:
             threads.append(threading.Thread(target=outsider, args=(world,), daemon=True))
         chaos = threading.Thread(target=nemesis, args=(world,), daemon=True) if cfg.nemesis else None
+        if cfg.store_nemesis is not None:
+            threads.append(threading.Thread(target=cfg.store_nemesis, args=(world,), daemon=True))
         for thread in threads + ([chaos] if chaos else []):
             thread.start()
         deadline = started + cfg.seconds
