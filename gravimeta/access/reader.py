@@ -14,12 +14,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import and_, bindparam, false, null, or_, select
+from sqlalchemy import and_, bindparam, false, or_, select
 from sqlalchemy.orm import Session, aliased
 
 from gravimeta.access.facts import CATALOG, METALAKE, ROLE, SCHEMA, TABLE, TAG, TREE, USER, Facts, Level
 from gravimeta.ownership.models import OwnerRow, PrincipalRow
-from gravimeta.ownership.store import levels_statement
+from gravimeta.ownership.store import beside_columns, levels_statement
 from gravimeta.roles.models import RoleMemberRow, RolePrivilegeRow, RoleRow
 from gravimeta.roles.privileges import DENY
 from gravimeta.store import EntityStore
@@ -51,8 +51,6 @@ _CHILDREN: dict[str, tuple[Any, Any]] = {
     CATALOG: (CatalogRow, CatalogRow.metalake_id), SCHEMA: (SchemaRow, SchemaRow.catalog_id),
     TABLE: (TableRow, TableRow.schema_id), TAG: (TagRow, TagRow.metalake_id), ROLE: (RoleRow, RoleRow.metalake_id)}
 _PARENT = {CATALOG: METALAKE, SCHEMA: CATALOG, TABLE: SCHEMA, TAG: METALAKE, ROLE: METALAKE}
-#: kinds whose owner is their creator (no owner rows)
-_CREATOR_OWNED = (TAG, ROLE)
 _IN_LIMIT = 100
 CACHE_S = 60.0
 
@@ -99,9 +97,10 @@ class AccessReader:
         member = values.pop(0)
         for single, named in ((TAG, target.tag), (ROLE, target.role)):
             if named is not None:
-                object_id, creator = values[:2]
-                del values[:2]
-                levels[single] = Level(single, named, object_id, (USER, creator) if object_id and creator else None)
+                object_id, creator, owner_row, owner_type, owner_name = values[:5]
+                del values[:5]
+                owner = _owner(creator, owner_row, owner_type, owner_name) if object_id is not None else None
+                levels[single] = Level(single, named, object_id, owner)
         if member is None:
             return replace(bare, levels=levels)
         objects = [(level.kind, level.id) for level in levels.values() if level.id is not None]
@@ -135,27 +134,16 @@ class AccessReader:
     @staticmethod
     def _named(s: Session, kind: str, parent_id: int, names: list[str]) -> dict[str, Level]:
         """The `kind` rows called `names` under `parent_id`, with their owners: an owner row when one
-        was written, else the creator. Tags and roles have no owner rows: their owner is their creator."""
+        was written, else the creator."""
         model, parent_column = _CHILDREN[kind]
-        query: Any
-        if kind in _CREATOR_OWNED:
-            query = select(model.id, model.name, model.creator, null(), null(), null())
-        else:
-            owner = aliased(OwnerRow)
-            query = (select(model.id, model.name, model.creator, owner.id, owner.owner_type, owner.owner_name)
-                     .outerjoin(owner, and_(owner.object_kind == kind, owner.object_id == model.id)))
-        query = query.where(parent_column == parent_id)
+        owner = aliased(OwnerRow)
+        query = (select(model.id, model.name, model.creator, owner.id, owner.owner_type, owner.owner_name)
+                 .outerjoin(owner, and_(owner.object_kind == kind, owner.object_id == model.id))
+                 .where(parent_column == parent_id))
         if len(names) <= _IN_LIMIT:  # a longer list (a whole listing) reads the parent's children
             query = query.where(model.name.in_(names))
-        rows = s.execute(query)
-        found = {}
-        for object_id, name, creator, owner_row, owner_type, owner_name in rows:
-            if owner_row is not None:
-                who = (owner_type, owner_name) if owner_type and owner_name else None
-            else:
-                who = (USER, creator) if creator else None
-            found[name] = Level(kind, name, object_id, who)
-        return found
+        return {name: Level(kind, name, object_id, _owner(creator, owner_row, owner_type, owner_name))
+                for object_id, name, creator, owner_row, owner_type, owner_name in s.execute(query)}
 
 
 def _with_privileges(s: Session, role_ids: frozenset[int], levels: dict[str, Level]) -> dict[str, Level]:
@@ -193,17 +181,16 @@ def _owner(creator: str | None, owner_row: int | None, owner_type: str | None,
 @functools.cache
 def _facts_statement(depth: int, tag: bool, role: bool) -> Any:
     """The path's levels with their owners (ownership/store.py), then the caller's principal id in
-    the metalake, then (id, creator) of the tag and the role named: one row, or none without the
-    metalake. Built once per shape; executed on the Core connection (no ORM per request)."""
+    the metalake, then the tag and the role named with their owners (id, creator, owner row id, owner
+    type, owner name): one row, or none without the metalake. Built once per shape; executed on the
+    Core connection (no ORM per request)."""
     member = (select(PrincipalRow.id).where(PrincipalRow.metalake_id == MetalakeRow.id, PrincipalRow.kind == USER,
                                             PrincipalRow.name == bindparam("user")).scalar_subquery())
     statement = levels_statement(depth).add_columns(member)
-    named: Any
-    for wanted, key, model in ((tag, "tag", TagRow), (role, "role", RoleRow)):
+    for wanted, kind in ((tag, TAG), (role, ROLE)):
         if wanted:
-            named = aliased(model)
-            statement = statement.outerjoin(named, and_(named.metalake_id == MetalakeRow.id,
-                                                        named.name == bindparam(key))).add_columns(named.id, named.creator)
+            columns, named, owned = beside_columns(kind, bindparam(kind.lower()))
+            statement = statement.outerjoin(*named).outerjoin(*owned).add_columns(*columns)
     return statement
 
 

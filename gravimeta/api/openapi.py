@@ -288,7 +288,7 @@ OPERATIONS: dict[str, Op] = {
     "tables.alter_table": Op("Alter a table", "TableResponse", "TableUpdatesRequest"),
     "tables.drop_table": Op("Drop (or purge) a table (one only the catalog's engine has is dropped there)", "DropResponse", query=("purge",)),
     # owners, users and groups: 405 unless gravitino.authorization.enable=true (docs/authorization.md)
-    "owners.get_owner": Op("The owner of a metadata object ({object_type}: metalake, catalog, schema, table; "
+    "owners.get_owner": Op("The owner of a metadata object ({object_type}: metalake, catalog, schema, table, tag, role; "
                            "{full_name}: dot-separated, without the metalake)", "OwnerResponse"),
     "owners.set_owner": Op("Set the owner of a metadata object", "SetResponse", "OwnerSetRequest"),
     "users.add_user": Op("Add a user to the metalake", "UserResponse", "PrincipalAddRequest"),

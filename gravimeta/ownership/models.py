@@ -1,4 +1,5 @@
-"""SQLAlchemy models of the owner and principal tables (created by alembic/versions/0009_owners.py)."""
+"""SQLAlchemy models of the owner and principal tables (created by alembic/versions/0009_owners.py; the
+owners of tags and roles since 0017)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from gravimeta.store.models import AuditColumns, Base, name_type
 
 USER, GROUP = "USER", "GROUP"
 #: the kinds of object an owner row can belong to, and the column of each kind's own foreign key
-OBJECT_COLUMNS = {"METALAKE": "metalake_id", "CATALOG": "catalog_id", "SCHEMA": "schema_id", "TABLE": "table_id"}
+OBJECT_COLUMNS = {"METALAKE": "metalake_id", "CATALOG": "catalog_id", "SCHEMA": "schema_id", "TABLE": "table_id",
+                  "TAG": "tag_id", "ROLE": "role_id"}
 
 
 class PrincipalRow(AuditColumns, Base):
@@ -37,5 +39,7 @@ class OwnerRow(AuditColumns, Base):
     catalog_id: Mapped[int | None] = mapped_column(ForeignKey("gm_catalog.id", ondelete="CASCADE"))
     schema_id: Mapped[int | None] = mapped_column(ForeignKey("gm_schema.id", ondelete="CASCADE"))
     table_id: Mapped[int | None] = mapped_column(ForeignKey("gm_table.id", ondelete="CASCADE"))
+    tag_id: Mapped[int | None] = mapped_column(ForeignKey("gm_tag.id", ondelete="CASCADE"))
+    role_id: Mapped[int | None] = mapped_column(ForeignKey("gm_role.id", ondelete="CASCADE"))
     owner_type: Mapped[str | None] = mapped_column(String(8))
     owner_name: Mapped[str | None] = mapped_column(name_type())

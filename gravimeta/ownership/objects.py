@@ -7,9 +7,9 @@ the rules of Gravitino's MetadataObjects.parse and MetadataObjectUtil.checkMetad
   view, function), 4 for a column; a wrong count, a blank full name or a `*` name is a 400;
 - a metalake object must name the metalake of the URL (IllegalMetadataObjectException, a 400).
 
-gravimeta has metalakes, catalogs, schemas and tables. The objects of the other types cannot exist
-here, so they are NoSuchMetadataObjectException (404) like any missing object; columns exist but have
-no owners here (405). Names that contain '.' (only rows stored before the name rules can) cannot be
+gravimeta has metalakes, catalogs, schemas, tables, tags and roles. The objects of the other types cannot
+exist here, so they are NoSuchMetadataObjectException (404) like any missing object; columns exist but
+have no owners here (405). Names that contain '.' (only rows stored before the name rules can) cannot be
 addressed, as in Gravitino.
 """
 
@@ -22,15 +22,19 @@ from gravimeta import errors
 SINGLE_LEVEL = ("metalake", "catalog", "role", "tag", "policy", "job", "job_template")
 LEVELS = {"schema": 2, "table": 3, "fileset": 3, "topic": 3, "model": 3, "view": 3, "function": 3, "column": 4}
 #: the types whose objects gravimeta keeps, and the kind of each in gm_owner
-OWNED_KINDS = {"metalake": "METALAKE", "catalog": "CATALOG", "schema": "SCHEMA", "table": "TABLE"}
+OWNED_KINDS = {"metalake": "METALAKE", "catalog": "CATALOG", "schema": "SCHEMA", "table": "TABLE", "tag": "TAG",
+               "role": "ROLE"}
+#: the kinds of one name in a metalake, outside its tree of catalogs, schemas and tables
+BESIDE_TREE = ("TAG", "ROLE")
 RESERVED_NAME = "*"
 
 
 @dataclass(frozen=True)
 class OwnedObject:
-    """A metadata object that can have an owner here: its kind and its path from the metalake down."""
+    """A metadata object that can have an owner here: its kind and its path from the metalake down (for
+    a tag or a role, its metalake alone: the object's name is `full_name`)."""
 
-    type: str  # lower case, as in URLs: metalake, catalog, schema, table
+    type: str  # lower case, as in URLs: metalake, catalog, schema, table, tag, role
     full_name: str
     path: tuple[str, ...]
 
@@ -61,5 +65,5 @@ def parse(metalake: str, type_name: str, full_name: str) -> OwnedObject:
         raise errors.UnsupportedOperation("Owners of columns are not supported; set the owner of the table")
     if kind not in OWNED_KINDS:
         raise errors.NoSuchMetadataObject(f"Metadata object {full_name} type {kind.upper()} doesn't exist")
-    path = (metalake,) if kind == "metalake" else (metalake, *names)
+    path = (metalake,) if kind in ("metalake", "tag", "role") else (metalake, *names)
     return OwnedObject(kind, full_name, path)

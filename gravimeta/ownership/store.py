@@ -10,7 +10,8 @@ before owners existed have their creator as owner.
 
 Interleavings (READ COMMITTED on PostgreSQL/MariaDB; SQLite runs one writer at a time):
 - set owner × drop (or cascade drop) of the object: set_owner locks the object's row FOR UPDATE before
-  it writes, a drop locks it FOR UPDATE before it deletes it. Whoever locks second waits: a drop that
+  it writes, a drop locks it FOR UPDATE before it deletes it (a tag's delete locks it first, a role's
+  delete locks it by deleting it). Whoever locks second waits: a drop that
   waited deletes the object and, through the foreign key, the owner row just written; a set_owner that
   waited finds no row (404). Without the lock the foreign key still refuses an owner row for a deleted
   object, so no owner row ever outlives its object, and a new object of the same name (a new id) never
@@ -43,9 +44,11 @@ from sqlalchemy.orm import Session, aliased
 from gravimeta import errors, failpoints
 from gravimeta.entities import Audit
 from gravimeta.ownership.models import GROUP, OBJECT_COLUMNS, USER, OwnerRow, PrincipalRow
-from gravimeta.ownership.objects import OwnedObject
+from gravimeta.ownership.objects import BESIDE_TREE, OwnedObject
+from gravimeta.roles.models import RoleRow
 from gravimeta.roles.store import role_names_of
 from gravimeta.store import EntityStore
+from gravimeta.store.attached_models import TagRow
 from gravimeta.store.database import disabled_for_test
 from gravimeta.store.entity_store import is_unique_violation, now_iso
 from gravimeta.store.models import CatalogRow, MetalakeRow, SchemaRow, TableRow
@@ -53,6 +56,8 @@ from gravimeta.store.models import CatalogRow, MetalakeRow, SchemaRow, TableRow
 T = TypeVar("T")
 KINDS = ("METALAKE", "CATALOG", "SCHEMA", "TABLE")
 _ROWS: tuple[Any, ...] = (MetalakeRow, CatalogRow, SchemaRow, TableRow)
+#: the tags and roles of a metalake, owned like the objects of its tree
+_BESIDE: dict[str, Any] = {"TAG": TagRow, "ROLE": RoleRow}
 _UNIQUE_RETRIES = 5
 
 
@@ -119,11 +124,20 @@ class OwnershipStore:
 
     def owner_of(self, obj: OwnedObject) -> Owner | None:
         """GET owner: the metalake must be in use and the object must exist."""
-        in_use, levels = self.levels(obj.path)
-        _require_in_use(obj.metalake, in_use)
-        if levels[-1].id is None:
+        with self.store.snapshot() as s:
+            if obj.kind in BESIDE_TREE:
+                row = s.execute(_BESIDE_LEVEL[obj.kind], {"m": obj.metalake, "name": obj.full_name}).first()
+                if row is None:
+                    raise errors.NoSuchMetalake(f"Metalake {obj.metalake} does not exist")
+                in_use, object_id, creator, row_id, owner_type, owner_name = row
+                level = Level(obj.kind, object_id, creator, row_id is not None, owner_type, owner_name)
+            else:
+                in_use, levels = self.levels_in(s, obj.path)
+                level = levels[-1]
+        _require_in_use(obj.metalake, bool(in_use))
+        if level.id is None:
             raise _no_such_object(obj)
-        return levels[-1].owner
+        return level.owner
 
     def get_principal(self, m: str, kind: str, name: str) -> Principal:
         with self.store.snapshot() as s:
@@ -151,7 +165,7 @@ class OwnershipStore:
         def work(s: Session) -> None:
             metalake = self.store._metalake_row(s, obj.metalake, lock="update" if obj.kind == "METALAKE" else None)
             _require_in_use(obj.metalake, metalake.in_use)
-            target = metalake if obj.kind == "METALAKE" else self._locked_object(s, obj)
+            target = metalake if obj.kind == "METALAKE" else self._locked_object(s, obj, metalake.id)
             failpoints.hit("owner.after_lock", object=obj.full_name, id=target.id)
             principal = s.scalar(_principal(metalake.id, owner.type, owner.name).with_for_update(read=True))
             if principal is None:
@@ -207,12 +221,19 @@ class OwnershipStore:
 
     # ------------------------------------------------------------------ helpers
 
-    def _locked_object(self, s: Session, obj: OwnedObject) -> Any:
+    def _locked_object(self, s: Session, obj: OwnedObject, metalake_id: int) -> Any:
         """The object's row, locked FOR UPDATE (NoSuchMetadataObject when it is missing)."""
+        lock = None if disabled_for_test("no_owner_lock") else "update"  # TEST-ONLY: read it unlocked
+        if obj.kind in BESIDE_TREE:
+            model = _BESIDE[obj.kind]
+            query = select(model).where(model.metalake_id == metalake_id, model.name == obj.full_name)
+            row = s.scalar(query.with_for_update() if lock else query)
+            if row is None:
+                raise _no_such_object(obj)
+            return row
         lookups: dict[str, Callable[..., Any]] = {
             "CATALOG": self.store.catalog_row, "SCHEMA": self.store.schema_row, "TABLE": self.store.table_row}
         lookup = lookups[obj.kind]
-        lock = None if disabled_for_test("no_owner_lock") else "update"  # TEST-ONLY: read it unlocked
         try:
             return lookup(s, *obj.path, lock=lock)
         except errors.NoSuchMetalake:
@@ -258,6 +279,24 @@ def levels_statement(depth: int) -> Any:
 _LEVELS = {depth: levels_statement(depth) for depth in range(1, 5)}
 
 
+def beside_columns(kind: str, name: Any) -> tuple[list[Any], Any, Any]:
+    """The tag or role called `name` in the metalake of MetalakeRow, with its owner row: (id, creator,
+    owner row id, owner_type, owner_name) and the two outer joins that find them."""
+    model, owner = aliased(_BESIDE[kind]), aliased(OwnerRow, name=f"owner_{kind.lower()}")
+    named = (model, and_(model.metalake_id == MetalakeRow.id, model.name == name))
+    owned = (owner, and_(owner.object_kind == kind, owner.object_id == model.id))
+    return [model.id, model.creator, owner.id, owner.owner_type, owner.owner_name], named, owned
+
+
+def _beside_level(kind: str) -> Any:
+    columns, named, owned = beside_columns(kind, bindparam("name"))
+    return (select(MetalakeRow.in_use, *columns).select_from(MetalakeRow).outerjoin(*named).outerjoin(*owned)
+            .where(MetalakeRow.name == bindparam("m")))
+
+
+_BESIDE_LEVEL = {kind: _beside_level(kind) for kind in BESIDE_TREE}
+
+
 def _principal(metalake_id: int, kind: str, name: str) -> Any:
     return select(PrincipalRow).where(PrincipalRow.metalake_id == metalake_id, PrincipalRow.kind == kind,
                                       PrincipalRow.name == name)
@@ -284,11 +323,13 @@ def _unowned_rows(metalake_id: int, creator: str) -> list[Any]:
     without an owner row a "no owner" row (the removed user's creator-ownership ends)."""
     now = now_iso()
     statements = []
-    for kind, model in zip(KINDS, _ROWS, strict=True):
+    for kind, model in (*zip(KINDS, _ROWS, strict=True), *_BESIDE.items()):
         query = select(literal(kind), model.id, literal(metalake_id), *(
             [model.id] if kind != "METALAKE" else []), literal(now), literal(now), literal(1))
         if kind == "METALAKE":
             query = query.where(MetalakeRow.id == metalake_id)
+        elif kind in _BESIDE:
+            query = query.where(model.metalake_id == metalake_id)
         elif kind == "CATALOG":
             query = query.where(CatalogRow.metalake_id == metalake_id)
         elif kind == "SCHEMA":

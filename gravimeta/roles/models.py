@@ -20,7 +20,7 @@ OBJECT_COLUMNS = {"METALAKE": "metalake_id", "CATALOG": "catalog_id", "SCHEMA": 
 
 
 class RoleRow(AuditColumns, Base):
-    """A role of a metalake; its creator owns it."""
+    """A role of a metalake; its creator owns it until another owner is set (gm_owner)."""
 
     __tablename__ = "gm_role"
     __table_args__ = (UniqueConstraint("metalake_id", "name", name="uq_role_metalake_name"),)

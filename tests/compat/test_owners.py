@@ -180,6 +180,86 @@ def test_an_owner_vanishes_with_its_object_also_in_a_cascade(admin, as_user, sto
     assert owner_of(admin, table) == {"name": "carol", "type": "USER"}
 
 
+# ------------------------------------------------------------------ owners of tags and roles
+
+
+@pytest.fixture
+def tagger(admin, as_user, tree):
+    """Alice (no service admin, not the metalake's owner) with CREATE_TAG and CREATE_ROLE through a
+    role: she creates tag and role objects of her own."""
+    metalake = tree.parent.parent.parent
+    ok(admin.post(f"{metalake.path}/roles", {"name": "creators", "securableObjects": [{
+        "fullName": metalake.name, "type": "metalake",
+        "privileges": [{"name": p, "condition": "allow"} for p in ("CREATE_TAG", "CREATE_ROLE")]}]}))
+    ok(admin.put(f"{metalake.path}/permissions/users/alice/grant", {"roleNames": ["creators"]}))
+    return as_user("alice")
+
+
+def owner_at(api, metalake: Ref, kind: str, name: str):
+    return api.get(f"{metalake.path}/owners/{kind}/{name}")
+
+
+def give_to(api, metalake: Ref, kind: str, name: str, user: str):
+    return api.put(f"{metalake.path}/owners/{kind}/{name}", {"name": user, "type": "USER"})
+
+
+def test_a_tags_owner_alters_and_deletes_it_and_its_old_owner_no_longer_may(admin, as_user, store, tree, tagger):
+    metalake, bob = tree.parent.parent.parent, as_user("bob")
+    tag = fresh("tag")
+    ok(tagger.post(f"{metalake.path}/tags", {"name": tag}))
+    assert ok(owner_at(admin, metalake, "tag", tag))["owner"] == {"name": "alice", "type": "USER"}
+    comment = {"updates": [{"@type": "updateComment", "newComment": "x"}]}
+    error(bob.put(f"{metalake.path}/tags/{tag}", comment), 403, 1008, "ForbiddenException", in_message="TAG::OWNER")
+    error(give_to(bob, metalake, "tag", tag, "bob"), 403, 1008, "ForbiddenException", in_message="CAN_SET_OWNER")
+    ok(give_to(tagger, metalake, "tag", tag, "bob"))  # the tag's owner may give it away
+    assert ok(owner_at(bob, metalake, "tag", tag))["owner"] == {"name": "bob", "type": "USER"}
+    error(tagger.put(f"{metalake.path}/tags/{tag}", comment), 403, 1008, "ForbiddenException")
+    error(tagger.delete(f"{metalake.path}/tags/{tag}"), 403, 1008, "ForbiddenException")
+    renamed = fresh("tag")
+    ok(bob.put(f"{metalake.path}/tags/{tag}", {"updates": [{"@type": "rename", "newName": renamed}]}))
+    assert ok(owner_at(admin, metalake, "tag", renamed))["owner"] == {"name": "bob", "type": "USER"}
+    role = fresh("role")  # the tag's owner grants privileges on it (CAN_OPERATE_METADATA_PRIVILEGE)
+    ok(admin.post(f"{metalake.path}/roles", {"name": role, "securableObjects": []}))
+    apply_tag = {"privileges": [{"name": "APPLY_TAG", "condition": "allow"}]}
+    error(tagger.put(f"{metalake.path}/permissions/roles/{role}/tag/{renamed}/grant", apply_tag), 403, 1008,
+          "ForbiddenException")
+    ok(bob.put(f"{metalake.path}/permissions/roles/{role}/tag/{renamed}/grant", apply_tag))
+    rows = owner_rows(store, object_kind="TAG")
+    assert ok(bob.delete(f"{metalake.path}/tags/{renamed}"))["dropped"] is True
+    assert owner_rows(store, object_kind="TAG") == rows - 1  # the owner row went with the tag
+    error(owner_at(admin, metalake, "tag", renamed), 404, 1003, "NoSuchMetadataObjectException")
+    ok(tagger.post(f"{metalake.path}/tags", {"name": renamed}))  # a new namesake inherits no owner
+    assert ok(owner_at(admin, metalake, "tag", renamed))["owner"] == {"name": "alice", "type": "USER"}
+
+
+def test_a_roles_owner_reads_and_deletes_it_and_its_old_owner_no_longer_may(admin, as_user, store, tree, tagger):
+    metalake, bob = tree.parent.parent.parent, as_user("bob")
+    role = fresh("role")
+    ok(tagger.post(f"{metalake.path}/roles", {"name": role, "securableObjects": []}))
+    assert ok(owner_at(tagger, metalake, "role", role))["owner"] == {"name": "alice", "type": "USER"}
+    error(bob.get(f"{metalake.path}/roles/{role}"), 403, 1008, "ForbiddenException", in_message="ROLE::OWNER")
+    error(bob.delete(f"{metalake.path}/roles/{role}"), 403, 1008, "ForbiddenException", in_message="ROLE::OWNER")
+    ok(give_to(tagger, metalake, "role", role, "bob"))
+    assert ok(owner_at(bob, metalake, "role", role))["owner"] == {"name": "bob", "type": "USER"}
+    assert ok(bob.get(f"{metalake.path}/roles/{role}"))["role"]["name"] == role
+    assert role in ok(bob.get(f"{metalake.path}/roles"))["names"]
+    error(tagger.get(f"{metalake.path}/roles/{role}"), 403, 1008, "ForbiddenException")
+    error(tagger.delete(f"{metalake.path}/roles/{role}"), 403, 1008, "ForbiddenException")
+    rows = owner_rows(store, object_kind="ROLE")
+    assert ok(bob.delete(f"{metalake.path}/roles/{role}"))["deleted"] is True
+    assert owner_rows(store, object_kind="ROLE") == rows - 1
+    error(owner_at(admin, metalake, "role", role), 404, 1003, "NoSuchMetadataObjectException")
+
+
+def test_removing_a_user_leaves_its_tags_and_roles_without_owner(admin, tree, tagger):
+    metalake, tag, role = tree.parent.parent.parent, fresh("tag"), fresh("role")
+    ok(tagger.post(f"{metalake.path}/tags", {"name": tag}))
+    ok(tagger.post(f"{metalake.path}/roles", {"name": role, "securableObjects": []}))
+    assert ok(admin.delete(f"{metalake.path}/users/alice"))["removed"] is True
+    assert ok(owner_at(admin, metalake, "tag", tag))["owner"] is None
+    assert ok(owner_at(admin, metalake, "role", role))["owner"] is None
+
+
 # ------------------------------------------------------------------ users, groups and removal
 
 

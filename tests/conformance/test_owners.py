@@ -115,6 +115,29 @@ def test_removing_a_user_leaves_its_objects_without_owner(connect, metalake):
     assert admin.remove_user("dave") is False
 
 
+@pytest.mark.parametrize("kind", [MetadataObject.Type.TAG, MetadataObject.Type.ROLE])
+def test_tags_and_roles_are_owned_by_their_creators_until_given_away(connect, metalake, kind):
+    admin = connect(ADMIN, metalake)
+    admin.add_user("bob")
+    name = new_name(kind.value)
+    if kind == MetadataObject.Type.TAG:
+        admin.create_tag(name, "a tag", {})
+    else:
+        admin.create_role(name, {}, [])
+    delete = {MetadataObject.Type.TAG: "delete_tag", MetadataObject.Type.ROLE: "delete_role"}[kind]
+    owned = MetadataObjects.of([name], kind)
+    assert admin.get_owner(owned).name() == ADMIN
+    bob = connect("bob", metalake)
+    with pytest.raises(ForbiddenException):
+        getattr(bob, delete)(name)
+    admin.set_owner(owned, "bob", Owner.Type.USER)
+    owner = bob.get_owner(owned)
+    assert (owner.name(), owner.type()) == ("bob", Owner.Type.USER)
+    assert getattr(bob, delete)(name) is True
+    with pytest.raises(NoSuchMetadataObjectException):
+        admin.get_owner(owned)
+
+
 #: per kind of principal: what adding it twice raises, what reading a missing one raises
 PRINCIPAL_ERRORS = {"user": (UserAlreadyExistsException, NoSuchUserException),
                     "group": (GroupAlreadyExistsException, NoSuchGroupException)}

@@ -151,6 +151,30 @@ def test_a_drop_racing_a_change_of_owner_deletes_the_new_owner_row_with_the_tabl
     assert owner(a.url, "c.s.t") == {"name": "carol", "type": "USER"}  # the new t inherits nothing
 
 
+@pytest.mark.parametrize("kind", ["tag", "role"])
+def test_a_delete_racing_a_change_of_owner_of_a_tag_or_role_takes_the_new_owner_row_with_it(db_url, replicas, kind):
+    a, b, fp = replicas
+    build_tree(b.url)
+    collection = f"{b.url}{API}/m/{kind}s"
+    body = {"name": "x", **({"securableObjects": []} if kind == "role" else {})}
+    ok(call("POST", collection, body, "alice"))
+    fp.arm("owner.after_lock", tag="a")
+    with ThreadPoolExecutor(2) as pool:
+        changing = pool.submit(call, "PUT", f"{a.url}{API}/m/owners/{kind}/x", {"name": "bob", "type": "USER"})
+        paused = fp.wait_reached("owner.after_lock", tag="a")
+        deleting = pool.submit(call, "DELETE", f"{collection}/x")
+        wait_blocked_or_done(db_url, deleting)
+        fp.resume(paused)
+        changed, deleted = changing.result(60), deleting.result(60)
+
+    assert changed.status_code == 200, f"the change of owner failed: {changed.status_code} {changed.text}"
+    assert ok(deleted)["dropped"] is True
+    assert owner_rows(db_url, kind.upper()) == 0, f"an owner row outlived its {kind}"
+    ok(call("PUT", f"{b.url}{API}/m/owners/metalake/m", {"name": "carol", "type": "USER"}))
+    ok(call("POST", collection, body, "carol"))
+    assert owner(a.url, "x", kind) == {"name": "carol", "type": "USER"}  # the new namesake inherits nothing
+
+
 def test_a_rename_racing_a_change_of_owner_keeps_the_new_owner_on_the_renamed_table(db_url, replicas):
     a, b, fp = replicas
     build_tree(b.url)

@@ -367,3 +367,30 @@ def test_the_roles_revision_adds_its_tables_keyed_by_id_and_goes_back(empty_url,
     assert not {"gm_role", "gm_role_privilege", "gm_role_member"} & set(sa_inspect(engine).get_table_names())
     upgrade(engine)
     assert current_revision(engine) == head_revision()
+
+
+def test_the_tag_and_role_owners_revision_keys_their_rows_by_id_and_goes_back(empty_url, engine_of):
+    """Revision 0017 lets an owner row name a tag or a role; deleting the tag or the role deletes the
+    row (the foreign key's cascade, on every backend); a downgrade removes the columns."""
+    engine = engine_of(empty_url)
+    upgrade(engine)
+    assert {"tag_id", "role_id"} <= {c["name"] for c in sa_inspect(engine).get_columns("gm_owner")}
+    with engine.begin() as conn:
+        if engine.dialect.name == "sqlite":
+            conn.execute(text("PRAGMA foreign_keys=ON"))
+        conn.execute(text("INSERT INTO gm_metalake (id, name, in_use, properties, version) "
+                          "VALUES (1, 'm', :t, '{}', 1)"), {"t": True})
+        conn.execute(text("INSERT INTO gm_tag (id, metalake_id, name, properties, version) VALUES (2, 1, 'g', '{}', 1)"))
+        conn.execute(text("INSERT INTO gm_role (id, metalake_id, name, version) VALUES (3, 1, 'r', 1)"))
+        conn.execute(text("INSERT INTO gm_owner (object_kind, object_id, metalake_id, tag_id, owner_type, owner_name, "
+                          "version) VALUES ('TAG', 2, 1, 2, 'USER', 'bob', 1)"))
+        conn.execute(text("INSERT INTO gm_owner (object_kind, object_id, metalake_id, role_id, owner_type, "
+                          "owner_name, version) VALUES ('ROLE', 3, 1, 3, 'USER', 'bob', 1)"))
+        conn.execute(text("DELETE FROM gm_tag WHERE id = 2"))
+        assert conn.scalar(text("SELECT object_kind FROM gm_owner")) == "ROLE"
+        conn.execute(text("DELETE FROM gm_role WHERE id = 3"))
+        assert conn.scalar(text("SELECT count(*) FROM gm_owner")) == 0
+    downgrade(engine, "0016")
+    assert not {"tag_id", "role_id"} & {c["name"] for c in sa_inspect(engine).get_columns("gm_owner")}
+    upgrade(engine)
+    assert current_revision(engine) == head_revision()
