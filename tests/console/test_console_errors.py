@@ -4,29 +4,16 @@ operation, and the cluster page lists the open intent with what a repair does wi
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 import requests
 
 from tests.console.pages import make_schema, wait_for
 
 
-@pytest.fixture
-def stub(tmp_path) -> Iterator[object]:
-    from tests.connectors.stub_process import StubProcess
-
-    process = StubProcess(tmp_path / "hive-stub").start()
-    try:
-        yield process
-    finally:
-        process.stop()
-
-
 def test_an_outcome_unknown_names_the_pending_operation_and_the_cluster_page_shows_its_intent(
-        browser, console_server, stub):
+        browser, console_server, hive_stub):
     from selenium.webdriver.common.by import By
 
+    stub = hive_stub  # this module's own stub (tests/conftest.py)
     base = console_server.url
     lake, catalog, schema = make_schema(base, "hive", {"metastore.uris": stub.uri, "client.timeout-ms": "1500"})
     stub.fault("fail", ops=["drop_database"])
@@ -45,3 +32,4 @@ def test_an_outcome_unknown_names_the_pending_operation_and_the_cluster_page_sho
         "const row = [...document.querySelectorAll('#intents tbody tr')].find(r => r.textContent.includes(arguments[0]));"
         "return [...row.querySelectorAll('td')].map(td => td.textContent)", f"/{lake}/{catalog}")
     assert row[1] == "drop_schema" and "finishes drop_schema in the store if the engine applied it" in row[7], row
+    stub.clear_faults()
