@@ -24,6 +24,14 @@ def require_backend(backend: str) -> None:
         pytest.skip(f"{backend} server not reachable")
 
 
+def pytest_collection_modifyitems(items):
+    """Run the tests marked `slow` first (in their collected order). pytest-xdist hands the first
+    items out one per worker in turn, so the long ones start together at the beginning and the short
+    ones fill the gaps; collected last, a 90 s soak could start when the others were almost done and
+    leave its worker running alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(params=BACKENDS)
 def db_url(request, tmp_path):
     """A fresh, migrated database URL on each backend (parametrized)."""

@@ -19,6 +19,8 @@ import pytest
 from tests.chaos.soak import SoakConfig, render, run
 from tests.conftest import require_backend
 
+pytestmark = pytest.mark.slow
+
 RUNS = {"postgresql": ("AUTO", 40.0), "mysql": ("LEASE_TABLE", 30.0)}
 
 

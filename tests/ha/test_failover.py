@@ -33,7 +33,7 @@ from tests.chaos.conftest import CATALOG, SCHEMA, Cluster, wait_until
 from tests.chaos.test_database_outage import ride_out_under_load
 from tests.support.patroni import patroni_cluster
 
-pytestmark = pytest.mark.patroni
+pytestmark = [pytest.mark.patroni, pytest.mark.slow]
 ON_DEMAND = pytest.mark.skipif(not os.environ.get("GRAVIMETA_FAILOVER_RUNS"),
                                reason="on demand (GRAVIMETA_FAILOVER_RUNS=1): docs/ha.md's measurements")
 

@@ -19,10 +19,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import pytest
 import requests
 
 from gravimeta.console import STATIC_DIR
 from tests.ops.conftest import wait_until
+
+pytestmark = pytest.mark.slow
 
 VALUE = "v" * 65000  # under the property value limit (65536 characters)
 PER_UPDATE = 15  # 15 x 65 KB: under the 1 MB request body limit
