@@ -22,6 +22,8 @@ from gravimeta.cluster import ClusterState, Proc, _alive, _port_free
 from tests.conftest import require_backend
 from tests.support.databases import MYSQL_ADMIN_URL
 
+pytestmark = pytest.mark.slow  # tens of seconds each: start them first
+
 
 def gravimeta(*args: str, env: dict[str, str] | None = None, timeout: float = 90,
               cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -334,6 +334,7 @@ def app_routes(apps) -> list[tuple[str, str, str]]:
     return routes(apps(**AUTHORIZED))
 
 
+@pytest.mark.slow
 def test_each_caller_gets_gravitinos_answer_on_every_route(callers, shared_world, app_routes):
     """All routes in one test (each change gets a world of its own), so that one run reports every
     wrong answer at once."""

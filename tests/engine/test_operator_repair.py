@@ -24,6 +24,8 @@ from gravimeta.concurrency.tables import node
 from gravimeta.store.models import TableRow
 from tests.engine.conftest import Api, engine_of, hive_properties, in_background, ok, sqlite_properties
 
+pytestmark = pytest.mark.slow  # tens of seconds each: start them first
+
 NO_BACKGROUND = {"GRAVIMETA_JOURNAL_REPAIR_INTERVAL_MS": "0"}
 
 

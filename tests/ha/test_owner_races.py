@@ -30,6 +30,8 @@ from gravimeta.ownership.models import OwnerRow
 from tests.support.failpoints import Failpoints
 from tests.support.servers import ServerProcess
 
+pytestmark = pytest.mark.slow  # tens of seconds each: start them first
+
 API = "/api/metalakes"
 ADMIN = "admin"
 REPLICA_ENV = {"GRAVIMETA_AUTHORIZATION_ENABLE": "true", "GRAVIMETA_SERVICE_ADMINS": ADMIN}

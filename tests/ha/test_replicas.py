@@ -7,12 +7,15 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 import requests
 from sqlalchemy import func, select
 
 from gravimeta.concurrency.tables import node, scope_lease
 from gravimeta.store.database import create_store_engine
 from tests.support.servers import ServerProcess
+
+pytestmark = pytest.mark.slow  # tens of seconds each: start them first
 
 FLAG_ON = {"GRAVIMETA_DISTRIBUTED_LOCK": "true", "GRAVIMETA_DISTRIBUTED_LOCK_BACKEND": "LEASE_TABLE",
            "GRAVIMETA_LEASE_TTL_MS": "3000"}

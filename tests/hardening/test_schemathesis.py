@@ -127,17 +127,24 @@ def _fuzz(operation, mode: GenerationMode, base_url: str, failures: list[str], s
         failures.append(f"{mode.value} {operation.method.upper()} {operation.path}: {exc}"[:3000])
 
 
-def test_the_api_survives_generated_requests(live, api_schema):
+#: the operations are fuzzed in this many tests, so that the parallel run spreads them over its workers
+SHARDS = 4
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_the_api_survives_generated_requests(live, api_schema, shard):
     failures: list[str] = []
     statuses: Counter[int] = Counter()
     operations = [result.ok() for result in api_schema.get_all_operations()]
     # all but CLOSE / (OpenAPI cannot name the method) and, when loaded by URL, the document itself
     assert len(operations) >= len(OPERATIONS) - 2
-    for operation in operations:
+    for operation in operations[shard::SHARDS]:
         _fuzz(operation, GenerationMode.POSITIVE, live.url, failures, statuses)
         if operation.body or operation.query:  # path parameters are strings: nothing else to negate
             _fuzz(operation, GenerationMode.NEGATIVE, live.url, failures, statuses)
-    print(f"schemathesis: {len(operations)} operations, {sum(statuses.values())} requests, statuses {dict(statuses)}")
+    print(f"schemathesis shard {shard}: {len(operations[shard::SHARDS])} of {len(operations)} operations, "
+          f"{sum(statuses.values())} requests, statuses {dict(statuses)}")
     assert statuses[200] and statuses[400] and statuses[404]
     assert not failures, "\n\n".join(failures)
 
