@@ -59,10 +59,10 @@ def measure(driver, url: str, loads: int, cache: bool) -> list[list[float]]:
     return found
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--loads", type=int, default=15)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     with fresh_database("sqlite", Path(tempfile.mkdtemp(prefix="gm-paint-"))) as url, \
             replicas(url, 1, {}, workers=2, tag="paint") as (server,):
         http = Http()
