@@ -19,7 +19,7 @@ from typing import Any
 from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, Flask, current_app, jsonify
-from marshmallow import INCLUDE, Schema, fields
+from marshmallow import Schema, fields
 
 from gravimeta import GRAVITINO_API_VERSION, __version__, capacity, names
 from gravimeta.access import rules
@@ -28,6 +28,7 @@ from gravimeta.api import openapi_attached, openapi_roles, payloads
 from gravimeta.api.auth import build_authenticators
 from gravimeta.api.door import public
 from gravimeta.api.input_rules import NAME_ARGS
+from gravimeta.api.openapi_shapes import Audit, Out
 
 blueprint = Blueprint("openapi", __name__)
 
@@ -37,19 +38,14 @@ _IGNORED_METHODS = {"HEAD", "OPTIONS"}
 # ------------------------------------------------------------------ response shapes (dto.py)
 
 
-class _Out(Schema):
-    class Meta:
-        unknown = INCLUDE  # the clients ignore fields they do not know; so may a future server
-
-
-class ErrorResponse(_Out):
+class ErrorResponse(Out):
     code = fields.Integer(required=True, metadata={"description": "Gravitino error code (1001 ... 1100)"})
     type = fields.String(required=True, metadata={"description": "the Java exception's simple name"})
     message = fields.String(required=True)
     stack = fields.List(fields.String(), metadata={"description": "never sent by gravimeta"})
 
 
-class BaseResponse(_Out):
+class BaseResponse(Out):
     code = fields.Integer(required=True, metadata={"description": "0 on success"})
 
 
@@ -61,18 +57,11 @@ class TestConnectionResponse(BaseResponse):
     stack = fields.List(fields.String(), metadata={"description": "never sent by gravimeta"})
 
 
-class Audit(_Out):
-    creator = fields.String()
-    createTime = fields.String()
-    lastModifier = fields.String()
-    lastModifiedTime = fields.String()
-
-
 def _properties() -> fields.Dict:
     return fields.Dict(keys=fields.String(), values=fields.String(), required=True)
 
 
-class Metalake(_Out):
+class Metalake(Out):
     name = fields.String(required=True)
     comment = fields.String(allow_none=True)
     properties = _properties()
@@ -88,7 +77,7 @@ class SchemaDto(Metalake):
     pass
 
 
-class Column(_Out):
+class Column(Out):
     name = fields.String(required=True)
     type = fields.Raw(required=True, metadata={"description": "a Gravitino type: a string or an object"})
     comment = fields.String(allow_none=True)
@@ -97,7 +86,7 @@ class Column(_Out):
     defaultValue = fields.Dict()
 
 
-class Table(_Out):
+class Table(Out):
     name = fields.String(required=True)
     comment = fields.String(allow_none=True)
     columns = fields.List(fields.Nested(Column), required=True)
@@ -109,12 +98,12 @@ class Table(_Out):
     indexes = fields.List(fields.Dict(), required=True)
 
 
-class NameIdentifier(_Out):
+class NameIdentifier(Out):
     namespace = fields.List(fields.String(), required=True)
     name = fields.String(required=True)
 
 
-class Version(_Out):
+class Version(Out):
     version = fields.String(required=True)
     compileDate = fields.String(required=True)
     gitCommit = fields.String(required=True)
@@ -160,13 +149,13 @@ class DropResponse(BaseResponse):
     deleted = fields.Boolean(metadata={"description": "role deletions only: the same as dropped"})
 
 
-class HealthCheck(_Out):
+class HealthCheck(Out):
     name = fields.String(required=True)
     status = fields.String(required=True)
     details = fields.Dict(keys=fields.String(), values=fields.String(), required=True)
 
 
-class Owner(_Out):
+class Owner(Out):
     name = fields.String(required=True)
     type = fields.String(required=True, metadata={"description": "USER or GROUP"})
 
@@ -179,7 +168,7 @@ class SetResponse(BaseResponse):
     set = fields.Boolean(required=True)
 
 
-class Principal(_Out):
+class Principal(Out):
     name = fields.String(required=True)
     roles = fields.List(fields.String(), required=True)
     audit = fields.Nested(Audit, required=True)

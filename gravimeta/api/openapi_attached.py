@@ -6,34 +6,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import INCLUDE, Schema, fields, validate
+from marshmallow import Schema, fields, validate
 
 from gravimeta.api import statistic_payloads, tag_payloads
+from gravimeta.api.openapi_shapes import Audit, Out
 
 # ------------------------------------------------------------------ response shapes
 
 
-class _Out(Schema):
-    class Meta:
-        unknown = INCLUDE
-
-
-class _Audit(_Out):
-    creator = fields.String()
-    createTime = fields.String()
-    lastModifier = fields.String()
-    lastModifiedTime = fields.String()
-
-
-class Tag(_Out):
+class Tag(Out):
     name = fields.String(required=True)
     comment = fields.String(allow_none=True)
     properties = fields.Dict(keys=fields.String(), values=fields.String(), required=True)
-    audit = fields.Nested(_Audit, required=True)
+    audit = fields.Nested(Audit, required=True)
     inherited = fields.Boolean(metadata={"description": "only when listed for an object: whether a parent has it"})
 
 
-class Partition(_Out):
+class Partition(Out):
     type = fields.String(required=True, validate=validate.OneOf(["identity", "list", "range"]))
     name = fields.String(required=True)
     fieldNames = fields.List(fields.List(fields.String()), metadata={"description": "identity"})
@@ -44,20 +33,20 @@ class Partition(_Out):
     properties = fields.Dict(keys=fields.String(), values=fields.String(), required=True)
 
 
-class Statistic(_Out):
+class Statistic(Out):
     name = fields.String(required=True)
     value = fields.Raw(required=True, metadata={"description": "boolean, number, string, list or object"})
     reserved = fields.Boolean(required=True)
     modifiable = fields.Boolean(required=True)
-    audit = fields.Nested(_Audit, required=True)
+    audit = fields.Nested(Audit, required=True)
 
 
-class MetadataObject(_Out):
+class MetadataObject(Out):
     fullName = fields.String(required=True)
     type = fields.String(required=True)
 
 
-class _Base(_Out):
+class _Base(Out):
     code = fields.Integer(required=True, metadata={"description": "0 on success"})
 
 
@@ -95,7 +84,7 @@ class StatisticListResponse(_Base):
     statistics = fields.List(fields.Nested(Statistic), required=True)
 
 
-class _PartitionStatistics(_Out):
+class _PartitionStatistics(Out):
     partitionName = fields.String(required=True)
     statistics = fields.List(fields.Nested(Statistic), required=True)
 

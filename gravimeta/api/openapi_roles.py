@@ -5,42 +5,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import INCLUDE, Schema, fields
+from marshmallow import Schema, fields
 
 from gravimeta.api import role_payloads
+from gravimeta.api.openapi_shapes import Audit, Out
 
 
-class _Out(Schema):
-    class Meta:
-        unknown = INCLUDE
-
-
-class _Audit(_Out):
-    creator = fields.String()
-    createTime = fields.String()
-    lastModifier = fields.String()
-    lastModifiedTime = fields.String()
-
-
-class _Privilege(_Out):
+class _Privilege(Out):
     name = fields.String(required=True, metadata={"description": "a Gravitino privilege name, in lower case"})
     condition = fields.String(required=True, metadata={"description": "allow or deny"})
 
 
-class _SecurableObject(_Out):
+class _SecurableObject(Out):
     fullName = fields.String(required=True)
     type = fields.String(required=True, metadata={"description": "metalake, catalog, schema, table or tag"})
     privileges = fields.List(fields.Nested(_Privilege), required=True)
 
 
-class Role(_Out):
+class Role(Out):
     name = fields.String(required=True)
-    audit = fields.Nested(_Audit, required=True)
+    audit = fields.Nested(Audit, required=True)
     properties = fields.Dict(keys=fields.String(), values=fields.String(), required=True)
     securableObjects = fields.List(fields.Nested(_SecurableObject), required=True)
 
 
-class RoleResponse(_Out):
+class RoleResponse(Out):
     code = fields.Integer(required=True)
     role = fields.Nested(Role, required=True)
 
