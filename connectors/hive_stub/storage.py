@@ -21,12 +21,15 @@ from connectors.fencing import NO_FENCE, Fence, highest_conflicting
 from connectors.hive_stub import partitions as hive
 from connectors.hive_stub.errors import StubError
 
-__all__ = ["Metastore", "StubError"]
+__all__ = ["METASTORE_FILE", "Metastore", "StubError"]
+
+#: the file in the stub's data directory that holds everything, fences included
+METASTORE_FILE = "metastore.json"
 
 
 class Metastore:
     def __init__(self, data_dir: Path):
-        self.file = data_dir / "metastore.json"
+        self.file = data_dir / METASTORE_FILE
         data_dir.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._data: dict[str, Any] = (

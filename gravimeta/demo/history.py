@@ -150,6 +150,7 @@ class CatalogState:
 @dataclass
 class Violation:
     kind: str  # duplicate | orphan | divergence | lost-write | open-intent (the soak: left open after repair)
+    #          | fence-reissue (the failover soak: a fence an engine accepted granted again, tests/chaos/fence_check.py)
     catalog: str
     detail: str
 
@@ -170,9 +171,9 @@ class Report:
     def render(self, limit: int = 8) -> str:
         lines = ["operations: " + ", ".join(f"{k} {self.outcomes.get(k, 0)}" for k in ("ok", "noop", "failed", "uncertain"))]
         counts = self.counts()
-        for kind in ("duplicate", "orphan", "divergence", "lost-write", "open-intent"):
+        for kind in ("duplicate", "orphan", "divergence", "lost-write", "open-intent", "fence-reissue"):
             found = [v for v in self.violations if v.kind == kind]
-            lines.append(f"  {kind:<11} {counts.get(kind, 0):>4}")
+            lines.append(f"  {kind:<13} {counts.get(kind, 0):>4}")
             lines.extend(f"      {v.catalog}: {v.detail}" for v in found[:limit])
             if len(found) > limit:
                 lines.append(f"      ... and {len(found) - limit} more")

@@ -62,6 +62,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
 from connectors.base import CatalogContext, Connector
+from connectors.hive_stub.storage import METASTORE_FILE
 from connectors.registry import ConnectorRegistry
 from gravimeta import errors
 from gravimeta.demo.client import Recorder, Replica, catalog_path
@@ -71,7 +72,9 @@ from gravimeta.entities import Column, Schema, Table
 from gravimeta.store.database import create_store_engine
 from gravimeta.store.entity_store import EntityStore
 from gravimeta.store.models import CatalogRow, SchemaRow, TableRow
+from tests.chaos import fence_check
 from tests.chaos.engine_check import Difference, EngineCatalog, Settled, compare, settle, sqlite_root
+from tests.chaos.fence_check import EngineFile, FenceReport, FenceWatch
 from tests.connectors.stub_process import StubProcess
 from tests.support.databases import fresh_database
 from tests.support.failpoints import Failpoints
@@ -96,6 +99,8 @@ HIVE_TIMEOUT_MS = 1000
 SLOW_S = 3.0
 #: the background repair's interval (gravimeta.journal.repair-interval-ms): short, so passes meet the nemesis
 BACKGROUND_REPAIR_MS = 2000
+#: how often the fence check reads the engines' fence records (SoakConfig.fence_check)
+FENCE_READ_S = 0.25
 #: failpoints the nemesis fires, and what it makes them do
 NEMESIS_POINTS = ("claim.before_grant", "claim.after_grant", "renew.before_commit", "guard.after_lock",
                   "advisory.before_lock", "advisory.after_lock", "store.before_commit", "engine.before_call",
@@ -125,6 +130,9 @@ class SoakConfig:
     store_url: str | None = None
     #: a thread of its own that takes the store away while the load runs (a failover), given the world
     store_nemesis: Callable[[World], None] | None = None
+    #: PostgreSQL: check that no fence an engine accepted is granted again (tests/chaos/fence_check.py:
+    #: a grant ledger in the store, the engines' fence records read every FENCE_READ_S)
+    fence_check: bool = False
     work_dir: Path | None = None
     say: Callable[[str], None] = print
 
@@ -149,6 +157,7 @@ class SoakResult:
     refusals: Counter[str] = field(default_factory=Counter)
     outsider: Counter[str] = field(default_factory=Counter)
     witnesses: list[str] = field(default_factory=list)  # on a violation: what may explain it (see witnesses())
+    fences: FenceReport | None = None  # SoakConfig.fence_check
 
     @property
     def ok(self) -> bool:
@@ -876,6 +885,10 @@ def run(cfg: SoakConfig) -> SoakResult:
     say(f"[soak] seed {seed} (replay: python -m tests.chaos.soak {args})")
     rng = random.Random(seed)
     with _cluster(cfg, rng) as world:
+        watch = FenceWatch(lambda: engine_files(world)) if cfg.fence_check else None
+        if watch is not None:
+            with _store(world) as engine:
+                fence_check.install(engine)  # before the first grant
         setup(world)
         say(f"[soak] {cfg.replicas} replicas x {cfg.workers} workers on {cfg.db}, lock ON ({cfg.lock}), "
             f"lease TTL {cfg.ttl_ms} ms, nemesis {'ON' if cfg.nemesis else 'OFF'}")
@@ -888,6 +901,8 @@ def run(cfg: SoakConfig) -> SoakResult:
         chaos = threading.Thread(target=nemesis, args=(world,), daemon=True) if cfg.nemesis else None
         if cfg.store_nemesis is not None:
             threads.append(threading.Thread(target=cfg.store_nemesis, args=(world,), daemon=True))
+        if watch is not None:
+            threads.append(threading.Thread(target=watch.watch, args=(world.stop, FENCE_READ_S), daemon=True))
         for thread in threads + ([chaos] if chaos else []):
             thread.start()
         deadline = started + cfg.seconds
@@ -909,6 +924,12 @@ def run(cfg: SoakConfig) -> SoakResult:
         if cfg.plant_divergence:
             say(f"[soak] planted: {plant_divergence(world)}")
         engine_problems = settled.problems + engines_against_store(world)  # before any API read imports
+        fences = None
+        if watch is not None:
+            watch.sample()  # after the repair's barriers, the last grants of the run
+            with _store(world) as engine:
+                fences = watch.check(engine)
+            say(f"[soak] {fences.summary()}")
         state = final_state(world)
         ops, ambiguous = attribute(world)
         report = check(ops, state, uncertain_may_apply=True)
@@ -920,12 +941,32 @@ def run(cfg: SoakConfig) -> SoakResult:
         if tracked != final:
             report.violations.append(Violation("lost-write", "?", f"the names the rename answers imply "
                                                f"{sorted(tracked.items())} are not the final names {sorted(final.items())}"))
+        if fences is not None:
+            report.violations += [Violation("fence-reissue", "engines vs store", p) for p in fences.problems]
         strict = check(ops, state)
         refusals = Counter(f"{op.status} {(op.body or {}).get('type', '')}".strip() for op in world.history.ops
                        if op.outcome in ("failed", "uncertain"))
     return SoakResult(seed, report, strict, list(world.latencies), Counter(world.nemesis_counts), ambiguous,
                       settled, elapsed, refusals, Counter(world.outsider_counts),
-                      witnesses(report, ops, world.nemesis_log) + divergence_witnesses(world))
+                      witnesses(report, ops, world.nemesis_log) + divergence_witnesses(world), fences)
+
+
+def engine_files(world: World) -> list[EngineFile]:
+    """Where the run's engines keep their fence records: each sqlite catalog file, the hive stub's file."""
+    files = [EngineFile(f"sqlite catalog {ident}", "sqlite", world.sqlite_root / properties["path"])
+             for ident, (provider, properties) in sorted(world.providers.items()) if provider == "sqlite"]
+    if world.stub is not None:
+        files.append(EngineFile("hive stub", "hive", world.stub.data_dir / METASTORE_FILE))
+    return files
+
+
+@contextmanager
+def _store(world: World) -> Iterator[Engine]:
+    engine = create_store_engine(world.db_url)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
 
 
 def progress_line(world: World, started: float) -> str:
@@ -987,6 +1028,8 @@ def render(result: SoakResult) -> str:
              f"[soak] outsider (objects made in the engines, then imported): {dict(result.outsider)}",
              "[soak] refused or uncertain: " + ", ".join(f"{k} {n}" for k, n in result.refusals.most_common(8)),
              "[soak] checker (uncertain ops may have applied):", result.report.render()]
+    if result.fences is not None:
+        lines.append(f"[soak] {result.fences.summary()}")
     if result.witnesses:
         lines += ["[soak] what may explain the lost writes or divergences:"] + [f"[soak]   {line}" for line in result.witnesses]
     if not result.strict.ok:
@@ -1008,9 +1051,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-nemesis", action="store_true")
     parser.add_argument("--plant-divergence", action="store_true",
                         help="self-check: drop one table from a sqlite engine after the load; the run must fail")
+    parser.add_argument("--fence-check", action="store_true",
+                        help="PostgreSQL: no fence an engine accepted is granted again (tests/chaos/fence_check.py)")
     args = parser.parse_args(argv)
     result = run(SoakConfig(args.db, args.seconds, args.seed, args.lock, args.replicas, args.workers, args.threads,
                             args.ttl_ms, nemesis=not args.no_nemesis, plant_divergence=args.plant_divergence,
+                            fence_check=args.fence_check,
                             say=lambda line: print(line, flush=True)))
     print(render(result), flush=True)
     return 0 if result.ok else 1

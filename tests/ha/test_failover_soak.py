@@ -6,8 +6,9 @@ the old primary streams again. The soak's own nemesis (paused and killed workers
 that what the clients see is the failover's.
 
 The soak's checks (no lost acknowledged write, no two conflicting successes, every sqlite and hive engine
-agrees with the store, no intent left open). Not checked here: that no fence an engine has seen is issued
-again (synchronous mode keeps the anchor rows' bumps, docs/ha.md; a direct check is still to be written). Prints each event's recovery time (last acknowledged
+agrees with the store, no intent left open), and the fence check (tests/chaos/fence_check.py): no grant
+carries a fence at or below one an engine had accepted before it, and at the end the anchor counters stand
+at or above every fence the engines accepted. Prints each event's recovery time (last acknowledged
 request before it to the first acknowledged request sent after it) and the failed requests by answer."""
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ def test_a_soak_through_failovers_loses_no_acknowledged_write(tmp_path, capsys):
                 pg.wait_replicas(timeout=90)  # the old primary streams again before the next event
 
         result = run(SoakConfig(db="postgresql", seconds=seconds, lock="AUTO", work_dir=tmp_path, say=say,
-                                nemesis=False, store_url=pg.url(), store_nemesis=failovers))
+                                nemesis=False, store_url=pg.url(), store_nemesis=failovers,
+                                fence_check=True))
         say(render(result))
     ops = list(worlds[0].history.ops)
     for what, at, writable in events:
@@ -69,4 +71,5 @@ def test_a_soak_through_failovers_loses_no_acknowledged_write(tmp_path, capsys):
         say(f"[failover] {what}: writable after {writable - at:.1f}s; recovery {after - before:.2f}s "
             f"(first ack {after - writable:.2f}s after writable); failed by answer: {dict(failed)}")
     assert len(events) == len(EVENTS), events
+    assert result.fences is not None and result.fences.grants > 0, "the fence check saw no grant"
     assert result.ok, render(result)
