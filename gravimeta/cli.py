@@ -169,7 +169,7 @@ def locks(settings, as_json: bool, run_dir: str | None) -> None:  # type: ignore
 
     from gravimeta.concurrency.node_registry import list_nodes
     from gravimeta.concurrency.reclaimer import live_claims
-    from gravimeta.concurrency.replica_safety import store_warnings
+    from gravimeta.concurrency.replica_safety import revision_text, store_warnings
 
     target, engine = _existing_store(settings, run_dir)
     try:
@@ -191,7 +191,8 @@ def locks(settings, as_json: bool, run_dir: str | None) -> None:  # type: ignore
     click.echo(f"{len(nodes)} worker process(es)")
     for n in nodes:
         flag = "lock ON " if n["lockEnabled"] else "lock OFF"
-        click.echo(f"  {n['node']}  {flag} {n['backend']}  heartbeat={n['heartbeatAt']}  {'live' if n['live'] else 'gone'}")
+        click.echo(f"  {n['node']}  {flag} {n['backend']}  revision={revision_text(n['schemaRevision'])}  "
+                   f"heartbeat={n['heartbeatAt']}  {'live' if n['live'] else 'gone'}")
 
 
 @main.group()

@@ -1,6 +1,10 @@
 """The node registry: every worker process of every replica has a row in gm_node (flag, backend,
-heartbeat), so that a replica can see live peers whose distributed-lock flag differs from its own, the
-dangerous state of a half-done rollout (a flag-off peer changes structure without claiming).
+heartbeat, the schema revision of its code), so that a replica can see live peers whose distributed-lock
+flag differs from its own, the dangerous state of a half-done rollout (a flag-off peer changes structure
+without claiming), and operators can see which replicas still run an older gravimeta.
+A worker whose code is newer than its store (booted before `gravimeta db upgrade`: it answers 503 until
+then) has no schema_revision column to write: it registers without it, so its peers still see it, and
+writes its revision at the first heartbeat after the upgrade.
 Its writes wait on a row lock at most lock_waits.BACKGROUND_WAIT_S: they share the heartbeat's duty lane
 with the reclaimer (never the renewals' lane), and a failed beat is simply retried on the next one."""
 
@@ -11,7 +15,8 @@ import os
 import socket
 from dataclasses import dataclass
 
-from sqlalchemy import Engine, delete, insert, select, update
+from sqlalchemy import Engine, delete, insert, inspect, select, update
+from sqlalchemy.exc import SQLAlchemyError
 
 from gravimeta import failpoints
 from gravimeta.concurrency import metrics
@@ -19,6 +24,8 @@ from gravimeta.concurrency.db_clock import db_now, db_now_plus, dialect_of
 from gravimeta.concurrency.replica_safety import lock_off_message, other_lock_off_replicas
 from gravimeta.concurrency.tables import node
 from gravimeta.store import lock_waits
+from gravimeta.store.database import disabled_for_test
+from gravimeta.store.migrations import head_revision
 
 log = logging.getLogger(__name__)
 
@@ -33,29 +40,50 @@ class Peer:
 
 
 class NodeRegistry:
-    """This process's row in gm_node; `live_window_ms` is how recent a heartbeat must be to count."""
+    """This process's row in gm_node; `live_window_ms` is how recent a heartbeat must be to count;
+    `schema_revision` is the one this worker reports (default: this code's Alembic head)."""
 
-    def __init__(self, engine: Engine, node_id: str, lock_enabled: bool, backend: str, live_window_ms: int):
+    def __init__(self, engine: Engine, node_id: str, lock_enabled: bool, backend: str, live_window_ms: int,
+                 schema_revision: str | None = None):
         self.engine, self.lock_enabled, self.backend = engine, lock_enabled, backend
         self.node_id = node_id
         self.live_window_ms = live_window_ms
+        self.schema_revision = schema_revision or head_revision()
         self.dialect = dialect_of(engine)
         self._pid: int | None = None
+        #: whether our row holds our schema revision (False on a store before alembic 0018: module docstring)
+        self._revision_written = False
         #: other live replicas that run with the lock off like this one, as of the last check (replica_safety)
         self.lock_off_replicas: list[str] = []
 
     def register(self) -> None:
-        """(Re)write this process's row; called at start and after a fork."""
+        """(Re)write this process's row; called at start and after a fork, and by the heartbeat until the
+        row holds this worker's schema revision."""
         self._pid = os.getpid()
+        try:
+            self._write_row({"schema_revision": self.schema_revision})
+        except SQLAlchemyError:
+            # TEST-ONLY (node_revision_fallback): no second try without the column
+            if disabled_for_test("node_revision_fallback") or not self._store_lacks_revision_column():
+                raise
+            self._revision_written = False
+            self._write_row({})  # a store before alembic 0018 (module docstring)
+        else:
+            self._revision_written = True
+
+    def _write_row(self, extra: dict[str, str]) -> None:
         now = db_now(self.dialect)
         with self.engine.begin() as conn:
             lock_waits.bound_connection(conn, self.dialect, lock_waits.BACKGROUND_WAIT_S)
             conn.execute(lock_waits.bounded(delete(node).where(node.c.node_id == self.row_id),
                                             self.dialect, lock_waits.BACKGROUND_WAIT_S))
-            conn.execute(insert(node).values(
+            conn.execute(insert(node).values(  # a column not named here is left out of the INSERT
                 node_id=self.row_id, host=socket.gethostname()[:255], pid=os.getpid(),
-                lock_enabled=self.lock_enabled, backend=self.backend, heartbeat_at=now, started_at=now,
+                lock_enabled=self.lock_enabled, backend=self.backend, heartbeat_at=now, started_at=now, **extra,
             ))
+
+    def _store_lacks_revision_column(self) -> bool:
+        return "schema_revision" not in {c["name"] for c in inspect(self.engine).get_columns(node.name)}
 
     @property
     def row_id(self) -> str:
@@ -65,7 +93,7 @@ class NodeRegistry:
         """Heartbeat task: refresh our row (re-register if it vanished), then check the peers."""
         failpoints.hit("node.before_beat")
         try:
-            if self._pid != os.getpid():
+            if self._pid != os.getpid() or not self._revision_written:
                 self.register()
             else:
                 with self.engine.begin() as conn:
@@ -130,10 +158,11 @@ def list_nodes(engine: Engine, live_window_ms: int = 90_000) -> list[dict[str, o
     with engine.connect() as conn:
         rows = conn.execute(
             select(node.c.node_id, node.c.host, node.c.pid, node.c.lock_enabled, node.c.backend,
-                   node.c.heartbeat_at, live).order_by(node.c.node_id)
+                   node.c.heartbeat_at, node.c.schema_revision, live).order_by(node.c.node_id)
         ).all()
     return [
         {"node": r.node_id, "host": r.host, "pid": r.pid, "lockEnabled": bool(r.lock_enabled),
-         "backend": r.backend, "heartbeatAt": str(r.heartbeat_at), "live": bool(r.live)}
+         "backend": r.backend, "schemaRevision": r.schema_revision, "heartbeatAt": str(r.heartbeat_at),
+         "live": bool(r.live)}
         for r in rows
     ]

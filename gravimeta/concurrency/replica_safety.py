@@ -36,14 +36,26 @@ def other_lock_off_replicas(this: str, peers: Iterable[tuple[str, bool]]) -> lis
     return sorted({replica_of(row) for row, enabled in peers if not enabled} - {this})
 
 
+#: the revision that added gm_node.schema_revision: a row without one is a worker of older code
+REVISION_COLUMN_SINCE = "0018"
+
+
+def revision_text(revision: object) -> str:
+    """A worker's schema revision as shown: NULL is code from before the registry recorded it."""
+    return str(revision) if revision else f"before {REVISION_COLUMN_SINCE}"
+
+
 def store_warnings(nodes: Iterable[Mapping[str, object]]) -> list[str]:
     """What the live worker rows of a store say is unsafe (for `gravimeta locks` and /api/admin/locks):
-    several replicas with the lock off, and replicas that disagree on the flag (a half-done rollout)."""
+    several replicas with the lock off, replicas that disagree on the flag (a half-done rollout), and
+    replicas whose code is at different schema revisions (a rolling upgrade not finished)."""
     off: set[str] = set()
     on: set[str] = set()
+    revisions: dict[str, set[str]] = {}
     for n in nodes:
         if n["live"]:
             (on if n["lockEnabled"] else off).add(replica_of(str(n["node"])))
+            revisions.setdefault(revision_text(n.get("schemaRevision")), set()).add(replica_of(str(n["node"])))
     found = []
     if len(off) > 1:
         found.append(f"UNSAFE: {len(off)} live replicas share this store with the distributed lock OFF "
@@ -51,4 +63,9 @@ def store_warnings(nodes: Iterable[Mapping[str, object]]) -> list[str]:
     if off and on:
         found.append(f"UNSAFE: mixed rollout: the distributed lock is ON on {', '.join(sorted(on))} and OFF on "
                      f"{', '.join(sorted(off))}; changes are not serialized until every replica has the same setting")
+    if len(revisions) > 1:
+        shown = "; ".join(f"{rev} on {', '.join(sorted(replicas))}" for rev, replicas in sorted(revisions.items()))
+        found.append(f"mixed rollout: live replicas run code of different schema revisions ({shown}); a replica "
+                     "serves only while the store is at its code's revision: finish the upgrade (`gravimeta db "
+                     "upgrade`, then every replica)")
     return found

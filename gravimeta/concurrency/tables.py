@@ -1,4 +1,4 @@
-"""Core table descriptions of the claim layer (created only by alembic/versions/0002_scope_lease.py)."""
+"""Core table descriptions of the claim layer (created only by the Alembic migrations, from alembic/versions/0002_scope_lease.py on)."""
 
 from __future__ import annotations
 
@@ -40,4 +40,6 @@ node = Table(
     Column("backend", String(32), nullable=False),
     Column("heartbeat_at", DateTime(timezone=True), nullable=False),
     Column("started_at", DateTime(timezone=True), nullable=False),
+    # the Alembic head of the worker's code (alembic 0018); NULL: a worker of code before 0018
+    Column("schema_revision", String(32), nullable=True),
 )

@@ -10,6 +10,7 @@ import uuid
 import pytest
 import requests
 
+from gravimeta.store.migrations import head_revision
 from tests.console.pages import REDRAWN, WAIT, fill, submit, wait_for
 
 
@@ -115,9 +116,11 @@ def test_cluster_page_shows_replicas_and_refreshes(browser, console_server, scre
     browser.get(f"{console_server.url}/#/cluster")
     wait_for(browser, "#replicas", "live")
     shown = browser.execute_script(  # one read: the page redraws on every poll
-        "return [...document.querySelectorAll('#replicas tbody tr')].map(r => r.querySelector('td').textContent)")
+        "return [...document.querySelectorAll('#replicas tbody tr')].map(r => [...r.querySelectorAll('td')]"
+        ".map(td => td.textContent))")
     nodes = requests.get(f"{console_server.url}/api/admin/locks", timeout=10).json()["nodes"]
-    assert shown == [n["node"] for n in nodes] and shown, shown
+    # each replica with the schema revision its code runs (this code's Alembic head)
+    assert [(r[0], r[5]) for r in shown] == [(n["node"], head_revision()) for n in nodes] and shown, shown
     first = wait_for(browser, "#cluster-status", "updated").text
     # it refreshes by itself: the status line changes without a reload
     from selenium.webdriver.support.ui import WebDriverWait

@@ -394,3 +394,35 @@ def test_the_tag_and_role_owners_revision_keys_their_rows_by_id_and_goes_back(em
     assert not {"tag_id", "role_id"} & {c["name"] for c in sa_inspect(engine).get_columns("gm_owner")}
     upgrade(engine)
     assert current_revision(engine) == head_revision()
+
+
+def test_the_node_revision_revision_adds_the_column_and_goes_back_and_a_worker_registers_on_either(
+        empty_url, engine_of, monkeypatch):
+    """Revision 0018 adds gm_node.schema_revision. A worker of this code on a store still at 0017 (booted
+    before `gravimeta db upgrade`) registers without it, so its peers see it, and writes its revision at
+    the first heartbeat after the upgrade; a downgrade drops the column and the worker falls back again."""
+    from gravimeta.concurrency.node_registry import NodeRegistry, list_nodes
+
+    engine = engine_of(empty_url)
+    upgrade(engine, "0017")
+    worker = NodeRegistry(engine, "early", False, "NONE", live_window_ms=90_000)
+    worker.register()
+    with engine.connect() as conn:
+        assert conn.scalar(text("SELECT count(*) FROM gm_node")) == 1
+    upgrade(engine)
+    assert [n["schemaRevision"] for n in list_nodes(engine)] == [None]  # as a worker of older code leaves it
+    worker.beat()
+    assert [(n["node"], n["schemaRevision"], n["live"]) for n in list_nodes(engine)] == [
+        (worker.row_id, head_revision(), True)]
+    worker.beat()  # from now on a plain heartbeat: the revision stays
+    assert [n["schemaRevision"] for n in list_nodes(engine)] == [head_revision()]
+
+    downgrade(engine, "0017")
+    assert "schema_revision" not in {c["name"] for c in sa_inspect(engine).get_columns("gm_node")}
+    worker.register()
+    monkeypatch.setenv("GRAVIMETA_HA_DISABLE", "node_revision_fallback")
+    with pytest.raises(Exception, match="schema_revision"):
+        worker.register()
+    monkeypatch.delenv("GRAVIMETA_HA_DISABLE")
+    upgrade(engine)
+    assert current_revision(engine) == head_revision()

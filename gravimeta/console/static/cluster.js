@@ -1,4 +1,4 @@
-// The cluster page: the replicas sharing the store, the live claims with a time left counted down between
+// The cluster page: the replicas sharing the store (with the schema revision of their code), the live claims with a time left counted down between
 // polls, the journal's open intents and the server's warnings, from the operator endpoint /api/admin/locks.
 import { api } from "./api.js";
 import { errorBox, grid, h, page } from "./dom.js";
@@ -63,8 +63,10 @@ export async function clusterPage() {
       ...(data.warnings || []).map((w) => h("div.warning", { role: "note" },
         typeof w === "string" ? w : (w.message || JSON.stringify(w)))),
       h("h2", {}, "Replicas"),
-      grid(["Node", "Host", "PID", "Lock", "Backend", "Last heartbeat", "State"], (data.nodes || []).map((n) =>
-        [h("code", {}, n.node), n.host, n.pid, n.lockEnabled ? "on" : "off", n.backend, n.heartbeatAt,
+      grid(["Node", "Host", "PID", "Lock", "Backend", "Schema revision", "Last heartbeat", "State"], (data.nodes || []).map((n) =>
+        [h("code", {}, n.node), n.host, n.pid, n.lockEnabled ? "on" : "off", n.backend,
+         n.schemaRevision ?? h("span.muted", { title: "a worker of code from before the registry recorded revisions" },
+           "before 0018"), n.heartbeatAt,
          h("span", { class: `badge ${n.live ? "live" : "gone"}` }, n.live ? "live" : "gone")]), "replicas"),
       h("h2", {}, "Claims"),
       grid(["Scope", "Holder", "Fence", "Time left", "State"], claimRows, "claims"),
