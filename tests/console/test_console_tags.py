@@ -1,6 +1,7 @@
 """Tags from the console: created on the metalake page, attached to a catalog and a table, shown on the
-table with the catalog's as inherited, detached again; each change checked through the API. With
-authorization off the owner section says there are no owners instead of failing."""
+table with the catalog's as inherited, detached again, then renamed (a name taken shows the 409 by the
+rename) and deleted after a confirmation; each change checked through the API. With authorization off
+the owner section says there are no owners instead of failing."""
 
 from __future__ import annotations
 
@@ -52,3 +53,27 @@ def test_tags_are_created_attached_inherited_and_detached(browser, console_serve
     wait_for(browser, "#object-tags-result", "detached")
     wait_until(browser, lambda b: texts(b, "#object-tags tbody td:first-child") == ["gold"])
     assert _object_tags(base, lake, "table", f"{catalog}.{schema}.clicks") == [("gold", True)]
+
+    # back on the metalake page: rename a tag onto a name taken (409 by that tag's rename), then for real
+    browser.get(f"{base}/#/m/{lake}")
+    wait_for(browser, "#tags [data-tag='pii']")
+    fill(browser, "#tags [data-tag='pii']", {"newName": "gold"})
+    submit(browser, "#tags [data-tag='pii']")
+    error = wait_for(browser, "#tags [data-tag='pii'] .error", "AlreadyExists").text
+    assert "409" in error and "TagAlreadyExistsException" in error, error
+    fill(browser, "#tags [data-tag='gold']", {"newName": "platinum"})
+    submit(browser, "#tags [data-tag='gold']")
+    wait_for(browser, "#tags-result", "tag gold renamed to platinum")
+    assert sorted(texts(browser, "#tags tbody td:first-child")) == ["pii", "platinum"]
+    # the catalog's tag followed the rename, and the table still inherits it
+    assert _object_tags(base, lake, "table", f"{catalog}.{schema}.clicks") == [("platinum", True)]
+
+    # delete asks first; the second click deletes
+    delete = "#tags [data-tag='pii'] button.danger"
+    wait_for(browser, delete).click()
+    wait_for(browser, delete, "Really delete tag pii?")
+    assert requests.get(f"{base}/api/metalakes/{lake}/tags/pii", timeout=10).status_code == 200
+    browser.find_element(By.CSS_SELECTOR, delete).click()
+    wait_for(browser, "#tags-result", "tag pii deleted")
+    assert texts(browser, "#tags tbody td:first-child") == ["platinum"]
+    assert requests.get(f"{base}/api/metalakes/{lake}/tags", timeout=10).json()["names"] == ["platinum"]

@@ -1,7 +1,7 @@
 // What hangs on an object besides its own fields: its tags (its own, detachable, and those inherited
 // from the objects above it) and its owner (with authorization on; off, the server keeps no owners).
 import { api, enc, lakePath } from "./api.js";
-import { act, errorBox, field, grid, h } from "./dom.js";
+import { act, confirmButton, errorBox, field, grid, h } from "./dom.js";
 import { guard, mayOwn } from "./permissions.js";
 
 /** The tags section of a catalog, schema or table (`type`, dotted `fullName` without the metalake). */
@@ -38,14 +38,42 @@ export async function tagsSection(m, type, fullName) {
   return [h("h2", {}, "Tags"), listSlot, form, result];
 }
 
-/** The metalake's tags, and a form that creates one. */
+/** One tag's actions on the metalake page: rename in place, delete after a confirmation. Either one's
+ * error shows in the row, by the action; a success redraws the list and says what was done. */
+function tagActions(m, t, redraw) {
+  const url = `${lakePath(m)}/tags/${enc(t.name)}`;
+  const result = h("span.tag-result");
+  const newName = h("input", { name: "newName", value: t.name, autocomplete: "off", size: 12,
+                               "aria-label": `New name for tag ${t.name}` });
+  const rename = h("form.row.inline", { "aria-label": `Rename tag ${t.name}` }, newName,
+    h("button", { type: "submit" }, "Rename"));
+  rename.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const to = newName.value.trim();
+    if (await act(result, () => api("PUT", url, { updates: [{ "@type": "rename", newName: to }] })) !== undefined) {
+      await redraw(`tag ${t.name} renamed to ${to}`);
+    }
+  });
+  const remove = confirmButton(`Delete tag ${t.name}`, undefined, async () => {
+    const answer = await act(result, () => api("DELETE", url));
+    if (answer?.dropped) await redraw(`tag ${t.name} deleted`);
+    else if (answer) result.replaceChildren(h("div.error", { role: "alert" }, `tag ${t.name} was not deleted: it no longer exists`));
+  });
+  return h("div.row", { dataset: { tag: t.name } }, rename, remove, result);
+}
+
+/** The metalake's tags (rename, delete), and a form that creates one. */
 export async function metalakeTags(m) {
   const listSlot = h("div");
-  const draw = async () => {
+  const status = h("div", { id: "tags-result" });
+  const draw = async (done) => {
     try {
       const tags = (await api("GET", `${lakePath(m)}/tags?details=true`)).tags || [];
-      listSlot.replaceChildren(grid(["Tag", "Comment", "Creator"], tags.map((t) =>
-        [h("code", {}, t.name), t.comment, t.audit?.creator]), "tags"));
+      const allowed = await Promise.all(tags.map((t) => mayOwn(m, [["metalake", m], ["tag", t.name]])));
+      listSlot.replaceChildren(grid(["Tag", "Comment", "Creator", ""], tags.map((t, i) =>
+        [h("code", {}, t.name), t.comment, t.audit?.creator, guard(tagActions(m, t, draw), allowed[i],
+          `rename or delete tag ${t.name}: only its owner or the metalake's may`)]), "tags"));
+      status.replaceChildren(done ? h("div.done", { role: "status" }, done) : "");
     } catch (exc) { listSlot.replaceChildren(errorBox(exc)); }
   };
   const name = h("input", { name: "name", autocomplete: "off" });
@@ -62,7 +90,7 @@ export async function metalakeTags(m) {
     }
   });
   await draw();
-  return [h("h2", {}, "Tags"), listSlot, form];
+  return [h("h2", {}, "Tags"), listSlot, status, form];
 }
 
 /** The owner section: who owns the object and a form that gives it to a user of the metalake. With

@@ -123,28 +123,31 @@ export function auditTable(audit, id) {
     [[audit.creator, audit.createTime, audit.lastModifier, audit.lastModifiedTime]], id);
 }
 
-/** A drop button that asks first: the first click turns it into "Really drop …?" with a cancel. */
-export function dropButton(what, id, onConfirm, ...extra) {
+/** A button that asks first: the first click turns "Label" into "Really label?" with a cancel. */
+export function confirmButton(label, id, onConfirm, ...extra) {
   const slot = h("span");
-  const button = h("button.danger", { type: "button", id }, `Drop ${what}`);
-  const cancel = h("button", { type: "button", id: `${id}-cancel`, onclick: () => reset() }, "Cancel");
+  const button = h("button.danger", { type: "button", id }, label);
+  const cancel = h("button", { type: "button", id: id ? `${id}-cancel` : undefined, onclick: () => reset() }, "Cancel");
   const reset = () => {
     button.classList.remove("confirm");
-    button.textContent = `Drop ${what}`;
+    button.textContent = label;
     cancel.remove();
   };
   button.addEventListener("click", async () => {
     if (!button.classList.contains("confirm")) {
       button.classList.add("confirm");
-      button.textContent = `Really drop ${what}?`;
+      button.textContent = `Really ${label[0].toLowerCase()}${label.slice(1)}?`;
       button.after(cancel);
       return;
     }
-    reset();  // a refused drop asks again next time
+    reset();  // a refused action asks again next time
     await onConfirm(slot);
   });
   return h("span.row", {}, button, ...extra, slot);
 }
+
+/** A drop button that asks first: the first click turns it into "Really drop …?" with a cancel. */
+export const dropButton = (what, id, onConfirm, ...extra) => confirmButton(`Drop ${what}`, id, onConfirm, ...extra);
 
 export function page(title, crumbs, ...content) {
   const trail = crumbs.length ? h("div.crumbs", {}, crumbs.flatMap(([text, link], i) =>
