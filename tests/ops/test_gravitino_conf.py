@@ -73,6 +73,56 @@ def test_mysql_and_mariadb_jdbc_urls(tmp_path, caplog, jdbc, expected, dropped):
     assert load_settings(path, environ={"GRAVIMETA_STORE_URL": "sqlite:///x.db"}).store_url == "sqlite:///x.db"
 
 
+@pytest.mark.parametrize(("jdbc", "expected", "dropped"), [
+    ("jdbc:postgresql://h1:5432,h2:5433,h3/gravitino?targetServerType=primary&connectTimeout=2&ApplicationName=g",
+     "postgresql+psycopg://gravitino:p%40ss@/gravitino?connect_timeout=2&host=h1%3A5432&host=h2%3A5433&host=h3"
+     "&target_session_attrs=read-write", "ApplicationName"),
+    ("jdbc:postgresql://h1,h2/gravitino?targetServerType=master&sslmode=require",
+     "postgresql+psycopg://gravitino:p%40ss@/gravitino?host=h1&host=h2&sslmode=require&target_session_attrs=read-write",
+     None),
+    ("jdbc:postgresql://h1:5432/gravitino?targetServerType=any", "postgresql+psycopg://gravitino:p%40ss@h1:5432/gravitino",
+     None),
+])
+def test_a_postgresql_jdbc_failover_list_becomes_a_multi_host_url(tmp_path, caplog, jdbc, expected, dropped):
+    """pgjdbc's host list and targetServerType (Gravitino on a Patroni cluster, docs/ha.md) become libpq's
+    multi-host URL with target_session_attrs=read-write: gravimeta follows the primary as Gravitino did."""
+    path = conf(tmp_path, GRAVITINO_CONF.format(jdbc=jdbc, driver="org.postgresql.Driver", user="gravitino",
+                                                password="p@ss"))
+    with caplog.at_level(logging.WARNING):
+        assert load_settings(path, environ={}).store_url == expected
+    left_out = [r.getMessage() for r in caplog.records if "left out" in r.getMessage()]
+    assert (dropped is None and left_out == []) or (dropped is not None and left_out[0].endswith(dropped))
+
+
+def test_a_jdbc_failover_list_reaches_the_server_that_answers(tmp_path):
+    """The first host refuses (port 1), the second is the machine's PostgreSQL: the translated URL connects."""
+    require_backend("postgresql")
+    with fresh_database("postgresql", tmp_path) as url:
+        database = url.rsplit("/", 1)[1]
+        path = conf(tmp_path, GRAVITINO_CONF.format(
+            jdbc=f"jdbc:postgresql://127.0.0.1:1,127.0.0.1:5432/{database}?targetServerType=primary&connectTimeout=2",
+            driver="org.postgresql.Driver", user="postgres", password=""))
+        engine = create_engine(load_settings(path, environ={}).store_url)
+        try:
+            with engine.connect() as conn:
+                assert conn.exec_driver_sql("SELECT current_database(), pg_is_in_recovery()").one() == (database, False)
+        finally:
+            engine.dispose()
+
+
+@pytest.mark.parametrize(("jdbc", "refusal"), [
+    ("jdbc:postgresql://h1,h2/g?targetServerType=secondary", "would send gravimeta's writes to a standby"),
+    ("jdbc:postgresql://h1,h2/g?targetServerType=preferSecondary", "would send gravimeta's writes to a standby"),
+    ("jdbc:postgresql://h1,h2/g?connectTimeout=soon", "connectTimeout=soon is not a number of seconds"),
+    ("jdbc:mysql://h1,h2/g", "a failover list is read for PostgreSQL only"),
+    ("jdbc:postgresql://h1,,h2/g", "no empty host"),
+])
+def test_a_jdbc_failover_list_gravimeta_cannot_follow_is_refused(tmp_path, jdbc, refusal):
+    path = conf(tmp_path, GRAVITINO_CONF.format(jdbc=jdbc, driver="org.postgresql.Driver", user="g", password="p"))
+    with pytest.raises(ValueError, match=refusal):
+        load_settings(path, environ={})
+
+
 def test_h2_is_refused_with_what_to_do_instead(tmp_path):
     path = conf(tmp_path, GRAVITINO_CONF.format(jdbc="jdbc:h2:file:/tmp/gravitino_h2_db;DB_CLOSE_DELAY=-1;MODE=MYSQL",
                                                 driver="org.h2.Driver", user="gravitino", password="gravitino"))
