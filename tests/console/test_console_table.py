@@ -1,13 +1,14 @@
 """The table page shows everything a table has (columns with types, nullability, defaults,
 auto-increment and comments; partitioning, distribution, sort orders, indexes; properties; audit;
 partitions and statistics) and changes it: columns added, renamed, retyped, commented and dropped,
-properties set and removed, a statistic set. Every change is checked through the API afterwards."""
+properties set and removed, partitions added (a duplicate refused with its 409) and dropped, a statistic
+set. Every change is checked through the API afterwards."""
 
 from __future__ import annotations
 
 import requests
 
-from tests.console.pages import fill, make_schema, submit, texts, wait_for
+from tests.console.pages import fill, make_schema, submit, texts, wait_for, wait_until
 
 TABLE = {
     "name": "events",
@@ -50,9 +51,33 @@ def test_the_table_page_shows_and_changes_everything(browser, console_server, sc
         ["kind", "varchar(16)", "NOT NULL", "", "click (varchar(16))", "what"]]
     assert _rows(browser, "#table-layout") == [["identity(day)", "hash(id) into 8", "id desc nulls_last"]]
     assert _rows(browser, "#table-indexes") == [["pk", "PRIMARY_KEY", "id"]]
-    assert _rows(browser, "#partitions") == [["day=2025-01-02", "identity", "2025-01-02 (date)", ""]]
+    assert [r[:4] for r in _rows(browser, "#partitions")] == [["day=2025-01-02", "identity", "2025-01-02 (date)", ""]]
     assert "anonymous" in browser.find_element(By.ID, "table-audit").text
     browser.save_screenshot(str(screenshots / "console-table-full.png"))
+
+    # partitions: one added through the form (the table's identity column, typed as the column), the same
+    # one again refused by the form with the 409, the first one dropped after a confirmation
+    def partitions() -> list[tuple[str, list]]:
+        found = requests.get(f"{table_url}/partitions?details=true", timeout=10).json()["partitions"]
+        return sorted((p["name"], p["values"]) for p in found)
+
+    fill(browser, "#add-partition", {"value:day": "2025-01-03"})
+    submit(browser, "#add-partition")
+    wait_for(browser, "#add-partition-result .done", "partition day=2025-01-03 added")
+    wait_for(browser, "#partitions", "day=2025-01-03")
+    assert partitions() == [("day=2025-01-02", [partition["values"][0]]),
+                            ("day=2025-01-03", [{"type": "literal", "dataType": "date", "value": "2025-01-03"}])]
+    fill(browser, "#add-partition", {"value:day": "2025-01-03"})
+    submit(browser, "#add-partition")
+    error = wait_for(browser, "#add-partition-result .error", "AlreadyExists").text
+    assert "409" in error and "PartitionAlreadyExistsException" in error, error
+    dropping = "#partitions [data-partition='day=2025-01-02'] button.danger"
+    browser.find_element(By.CSS_SELECTOR, dropping).click()
+    wait_for(browser, dropping, "Really drop partition day=2025-01-02?")
+    assert len(partitions()) == 2  # the first click only asks
+    browser.find_element(By.CSS_SELECTOR, dropping).click()
+    wait_until(browser, lambda b: texts(b, "#partitions tbody td:first-child") == ["day=2025-01-03"])
+    assert [name for name, _ in partitions()] == ["day=2025-01-03"]
 
     def columns() -> list[tuple[str, str, str | None]]:
         return [(c["name"], c["type"], c.get("comment"))

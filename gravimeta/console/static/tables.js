@@ -1,9 +1,12 @@
 // The schema and table pages: a schema's tables (paged; create with a column editor; drop) and a table's
-// page (columns, properties, audit; rename; drop).
+// page (columns, layout, indexes, properties, tags, owner, partitions (partitions.js), statistics, audit;
+// rename; drop).
 import { api, enc, href, lakePath, names, schemaPath, tablePath } from "./api.js";
 import { ownerSection, tagsSection } from "./attached.js";
 import { guard, mayModifyTable, mayOwn } from "./permissions.js";
 import { act, auditTable, dropButton, errorBox, field, grid, h, page, pagedList, propertiesEditor } from "./dom.js";
+import { exprText, transformText, typeText } from "./expressions.js";
+import { partitionsSection } from "./partitions.js";
 
 const COLUMN_TYPES = ["integer", "long", "short", "byte", "boolean", "float", "double", "decimal(10,2)", "string",
                       "varchar(255)", "char(10)", "date", "time", "timestamp", "binary", "uuid"];
@@ -67,28 +70,6 @@ export async function schemaPage(m, c, s) {
     h("h2", {}, "Danger zone"), guard(dropped, mayAlter, ownersOnly));
 }
 
-function typeText(type) {
-  return typeof type === "string" ? type : JSON.stringify(type);
-}
-
-/** Gravitino's expression JSON as text: a field path, a literal, or a function of them. */
-function exprText(e) {
-  if (e === null || e === undefined) return "";
-  if (Array.isArray(e)) return e.map(exprText).join(", ");
-  if (e.type === "field") return (e.fieldName || []).join(".");
-  if (e.type === "literal") return e.value === null ? "NULL" : `${e.value} (${e.dataType})`;
-  if (e.type === "function") return `${e.funcName}(${exprText(e.funcArgs || [])})`;
-  if (e.type === "unparsed") return e.unparsedExpression;
-  return JSON.stringify(e);
-}
-
-/** A partitioning transform: identity(dt), bucket(4, id), truncate(10, name), list(a, b), ... */
-function transformText(p) {
-  const fields = p.fieldName ? [p.fieldName.join(".")] : (p.fieldNames || []).map((f) => f.join("."));
-  const args = [p.numBuckets ?? p.width, ...fields].filter((x) => x !== undefined);
-  return `${p.strategy}(${args.join(", ")})`;
-}
-
 const COLUMN_ACTIONS = {
   add: { label: "Add a column", fields: ["name", "type", "comment", "nullable"] },
   rename: { label: "Rename", fields: ["column", "newName"] },
@@ -140,17 +121,8 @@ function alterColumnForm(columns, send) {
   return form;
 }
 
-/** The table's partitions and statistics: read when the page opens; a catalog without partitions says so. */
-async function partitionsAndStatistics(m, c, s, t) {
-  const partitions = h("div#partitions-slot");
-  try {
-    const found = (await api("GET", `${tablePath(m, c, s, t)}/partitions?details=true`)).partitions || [];
-    partitions.append(pagedList("partitions", "partitions", ["Partition", "Type", "Values", "Properties"], found,
-      (p) => [h("code", {}, p.name), p.type,
-        p.type === "identity" ? (p.values || []).map(exprText).join(", ")
-          : p.type === "range" ? `[${exprText(p.lower)}, ${exprText(p.upper)})` : (p.lists || []).map(exprText).join(" | "),
-        Object.entries(p.properties || {}).map(([k, v]) => `${k}=${v}`).join(", ")], (p) => p.name));
-  } catch (exc) { partitions.append(exc.status === 405 ? h("p.muted", {}, exc.message) : errorBox(exc)); }
+/** The table's statistics, and a form that sets a custom one. */
+async function statisticsSection(m, c, s, t) {
   const statsPath = `${lakePath(m)}/objects/table/${enc(`${c}.${s}.${t}`)}/statistics`;
   const stats = h("div");
   const drawStats = async () => {
@@ -174,7 +146,7 @@ async function partitionsAndStatistics(m, c, s, t) {
     if (await act(result, () => api("PUT", statsPath, { updates: { [name.value.trim()]: parsed } }),
                   `statistic ${name.value.trim()} set`) !== undefined) await drawStats();
   });
-  return [h("h2", {}, "Partitions"), partitions, h("h2", {}, "Statistics"), stats, form];
+  return [h("h2", {}, "Statistics"), stats, form];
 }
 
 export async function tablePage(m, c, s, t) {
@@ -223,7 +195,7 @@ export async function tablePage(m, c, s, t) {
     h("h2", {}, "Properties"), guard(propertiesEditor("table-properties", table.properties,
       async (updates) => (await alter(updates)).properties), mayModify, modifiers),
     ...(await Promise.all([tagsSection(m, "table", `${c}.${s}.${t}`), ownerSection(m, "table", `${c}.${s}.${t}`),
-      partitionsAndStatistics(m, c, s, t)])).flat(),
+      partitionsSection(tablePath(m, c, s, t), table, mayModify, modifiers), statisticsSection(m, c, s, t)])).flat(),
     h("h2", {}, "Audit"), auditTable(table.audit, "table-audit"), rename,
     h("h2", {}, "Danger zone"), guard(dropped, mayDrop, `drop table ${t}: only an owner (of it or above it) may`));
   const statistics = slot.querySelector("#set-statistic");
