@@ -1,7 +1,8 @@
 """Authentication and authorization in the console, on a server with authorization on and both simple
 and OAuth authentication: a user signed in with a pasted bearer token sees the controls it may not use
-disabled, with the reason, before trying; a service admin (simple user name) gives it a table through the
-owner form; then the same user may alter that table from the console. Checked through the API."""
+disabled, with the reason, before trying; a service admin (simple user name) gives a table to a group
+(one the metalake lacks is refused with the server's 404), then to that user through the owner form;
+then the same user may alter that table from the console. Checked through the API."""
 
 from __future__ import annotations
 
@@ -53,6 +54,7 @@ def test_what_a_user_may_not_do_is_disabled_and_an_owner_may_alter(browser, guar
         ("POST", f"{lake_url}/catalogs/{catalog}/schemas/{schema}/tables",
          {"name": "orders", "columns": [{"name": "id", "type": "long"}]}),
         ("POST", f"{lake_url}/users", {"name": "bob"}),
+        ("POST", f"{lake_url}/groups", {"name": "analysts"}),
         ("POST", f"{lake_url}/roles", {"name": "reader", "properties": {}, "securableObjects": [
             {"fullName": catalog, "type": "CATALOG", "privileges": [
                 {"name": p, "condition": "ALLOW"} for p in ("USE_CATALOG", "USE_SCHEMA", "SELECT_TABLE")]}]}),
@@ -80,10 +82,20 @@ def test_what_a_user_may_not_do_is_disabled_and_an_owner_may_alter(browser, guar
     browser.get(f"{base}/#/m/{lake}/c/{catalog}/s/{schema}/t/orders")
     wait_for(browser, "#owner", "admin")
     assert not _disabled(browser, "#alter-column button[type=submit]")
-    fill(browser, "#set-owner", {"owner": "bob"})
-    submit(browser, "#set-owner")
-    wait_for(browser, "#set-owner-result", "owner set to bob")
     owner_url = f"{lake_url}/owners/table/{catalog}.{schema}.orders"
+    # owners may be groups too: one the metalake lacks is refused by the form, one it has is set
+    fill(browser, "#set-owner", {"ownerType": "GROUP", "owner": "nobody"})
+    submit(browser, "#set-owner")
+    error = wait_for(browser, "#set-owner-result .error", "404").text
+    assert "NotFoundException" in error and "nobody" in error, error
+    fill(browser, "#set-owner", {"ownerType": "GROUP", "owner": "analysts"})
+    submit(browser, "#set-owner")
+    wait_for(browser, "#set-owner-result", "owner set to group analysts")
+    assert wait_for(browser, "#owner").text == "analysts (group)"
+    assert requests.get(owner_url, headers=ADMIN, timeout=10).json()["owner"] == {"name": "analysts", "type": "GROUP"}
+    fill(browser, "#set-owner", {"ownerType": "USER", "owner": "bob"})
+    submit(browser, "#set-owner")
+    wait_for(browser, "#set-owner-result", "owner set to user bob")
     assert requests.get(owner_url, headers=ADMIN, timeout=10).json()["owner"] == {"name": "bob", "type": "USER"}
 
     # bob, the owner now, may alter it from the console

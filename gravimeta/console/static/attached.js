@@ -93,7 +93,8 @@ export async function metalakeTags(m) {
   return [h("h2", {}, "Tags"), listSlot, status, form];
 }
 
-/** The owner section: who owns the object and a form that gives it to a user of the metalake. With
+/** The owner section: who owns the object and a form that gives it to a user or a group of the metalake
+ * (a group owner confers no rights on its members: the server matches owners to the caller by name). With
  * authorization off the server answers 405 for owners, and the section says so instead. */
 export async function ownerSection(m, type, fullName) {
   const path = `${lakePath(m)}/owners/${type}/${enc(fullName)}`;
@@ -106,14 +107,17 @@ export async function ownerSection(m, type, fullName) {
   const draw = (o) => shown.replaceChildren(...(o ? [h("code", {}, o.name), ` (${o.type.toLowerCase()})`]
     : [h("span.muted", {}, "no owner")]));
   draw(owner);
-  const name = h("input", { name: "owner", autocomplete: "off", "aria-label": "New owner (a user of the metalake)" });
+  const kind = h("select", { name: "ownerType", "aria-label": "Owner type" },
+    h("option", { value: "USER" }, "user"), h("option", { value: "GROUP" }, "group"));
+  const name = h("input", { name: "owner", autocomplete: "off", "aria-label": "New owner (a user or group of the metalake)" });
   const result = h("div", { id: "set-owner-result" });
-  const form = h("form.row#set-owner", { "aria-label": "Set the owner" }, name, h("button", { type: "submit" }, "Set owner"));
+  const form = h("form.row#set-owner", { "aria-label": "Set the owner" }, kind, name,
+    h("button", { type: "submit" }, "Set owner"));
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
-    const given = name.value.trim();
-    if (await act(result, () => api("PUT", path, { name: given, type: "USER" }), `owner set to ${given}`) !== undefined) {
-      draw({ name: given, type: "USER" });
+    const given = { name: name.value.trim(), type: kind.value };
+    if (await act(result, () => api("PUT", path, given), `owner set to ${given.type.toLowerCase()} ${given.name}`) !== undefined) {
+      draw(given);
     }
   });
   const chain = [["metalake", m], ...(type === "metalake" ? [] : fullName.split(".").map((_, i, parts) =>
