@@ -50,6 +50,12 @@ def submit(browser, form: str) -> None:
     browser.find_element(By.CSS_SELECTOR, f"{form} button[type='submit']").click()
 
 
+def send(browser, form: str, values: dict[str, str]) -> None:
+    """Fill the form `form` by field name and submit it."""
+    fill(browser, form, values)
+    submit(browser, form)
+
+
 def texts(browser, css: str) -> list[str]:
     """The text of every element matching `css`, read in one script (no element can go stale between)."""
     return browser.execute_script(

@@ -15,7 +15,7 @@ import jwt
 import pytest
 import requests
 
-from tests.console.pages import fill, make_schema, submit, wait_for, wait_until
+from tests.console.pages import fill, make_schema, send, submit, wait_for, wait_until
 from tests.support.servers import ServerProcess
 
 SECRET = b"a-console-test-secret-long-enough-for-hs256"
@@ -84,17 +84,14 @@ def test_what_a_user_may_not_do_is_disabled_and_an_owner_may_alter(browser, guar
     assert not _disabled(browser, "#alter-column button[type=submit]")
     owner_url = f"{lake_url}/owners/table/{catalog}.{schema}.orders"
     # owners may be groups too: one the metalake lacks is refused by the form, one it has is set
-    fill(browser, "#set-owner", {"ownerType": "GROUP", "owner": "nobody"})
-    submit(browser, "#set-owner")
+    send(browser, "#set-owner", {"ownerType": "GROUP", "owner": "nobody"})
     error = wait_for(browser, "#set-owner-result .error", "404").text
     assert "NotFoundException" in error and "nobody" in error, error
-    fill(browser, "#set-owner", {"ownerType": "GROUP", "owner": "analysts"})
-    submit(browser, "#set-owner")
+    send(browser, "#set-owner", {"ownerType": "GROUP", "owner": "analysts"})
     wait_for(browser, "#set-owner-result", "owner set to group analysts")
     assert wait_for(browser, "#owner").text == "analysts (group)"
     assert requests.get(owner_url, headers=ADMIN, timeout=10).json()["owner"] == {"name": "analysts", "type": "GROUP"}
-    fill(browser, "#set-owner", {"ownerType": "USER", "owner": "bob"})
-    submit(browser, "#set-owner")
+    send(browser, "#set-owner", {"ownerType": "USER", "owner": "bob"})
     wait_for(browser, "#set-owner-result", "owner set to user bob")
     assert requests.get(owner_url, headers=ADMIN, timeout=10).json()["owner"] == {"name": "bob", "type": "USER"}
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import requests
 
-from tests.console.pages import fill, make_schema, submit, texts, wait_for, wait_until
+from tests.console.pages import fill, make_schema, send, submit, texts, wait_for, wait_until
 
 TABLE = {
     "name": "events",
@@ -61,14 +61,12 @@ def test_the_table_page_shows_and_changes_everything(browser, console_server, sc
         found = requests.get(f"{table_url}/partitions?details=true", timeout=10).json()["partitions"]
         return sorted((p["name"], p["values"]) for p in found)
 
-    fill(browser, "#add-partition", {"value:day": "2025-01-03"})
-    submit(browser, "#add-partition")
+    send(browser, "#add-partition", {"value:day": "2025-01-03"})
     wait_for(browser, "#add-partition-result .done", "partition day=2025-01-03 added")
     wait_for(browser, "#partitions", "day=2025-01-03")
     assert partitions() == [("day=2025-01-02", [partition["values"][0]]),
                             ("day=2025-01-03", [{"type": "literal", "dataType": "date", "value": "2025-01-03"}])]
-    fill(browser, "#add-partition", {"value:day": "2025-01-03"})
-    submit(browser, "#add-partition")
+    send(browser, "#add-partition", {"value:day": "2025-01-03"})
     error = wait_for(browser, "#add-partition-result .error", "AlreadyExists").text
     assert "409" in error and "PartitionAlreadyExistsException" in error, error
     dropping = "#partitions [data-partition='day=2025-01-02'] button.danger"

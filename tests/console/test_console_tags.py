@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import requests
 
-from tests.console.pages import fill, make_schema, submit, texts, wait_for, wait_until
+from tests.console.pages import fill, make_schema, send, submit, texts, wait_for, wait_until
 
 
 def _object_tags(base: str, lake: str, kind: str, name: str) -> list[tuple[str, bool]]:
@@ -57,12 +57,10 @@ def test_tags_are_created_attached_inherited_and_detached(browser, console_serve
     # back on the metalake page: rename a tag onto a name taken (409 by that tag's rename), then for real
     browser.get(f"{base}/#/m/{lake}")
     wait_for(browser, "#tags [data-tag='pii']")
-    fill(browser, "#tags [data-tag='pii']", {"newName": "gold"})
-    submit(browser, "#tags [data-tag='pii']")
+    send(browser, "#tags [data-tag='pii']", {"newName": "gold"})
     error = wait_for(browser, "#tags [data-tag='pii'] .error", "AlreadyExists").text
     assert "409" in error and "TagAlreadyExistsException" in error, error
-    fill(browser, "#tags [data-tag='gold']", {"newName": "platinum"})
-    submit(browser, "#tags [data-tag='gold']")
+    send(browser, "#tags [data-tag='gold']", {"newName": "platinum"})
     wait_for(browser, "#tags-result", "tag gold renamed to platinum")
     assert sorted(texts(browser, "#tags tbody td:first-child")) == ["pii", "platinum"]
     # the catalog's tag followed the rename, and the table still inherits it
