@@ -13,25 +13,32 @@ CI runs the synchronous case. The others run with GRAVIMETA_FAILOVER_RUNS=1, for
 the asynchronous loss, the same failover without the lag (through the URL and through HAProxy), and a
 single PostgreSQL whose crashed postmaster Patroni restarts in place (no standby), side by side. Each prints
 its recovery time (last acknowledged write before the kill to the first acknowledged after it) and the
-failed requests by answer (`-s`); times are never asserted."""
+failed requests by answer (`-s`); times are never asserted.
+
+One more replica is started the way docs/ha.md tells operators to (`gravimeta --store-url URL cluster start`,
+on the same store URL), beside the test's own, and must write after the failover too."""
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from sqlalchemy import func, insert, select
 
-from gravimeta.cluster import migrate
+from gravimeta.cluster import ClusterState, migrate
 from gravimeta.concurrency.tables import node, scope_lease
+from gravimeta.demo.client import Replica
 from tests.chaos.conftest import CATALOG, SCHEMA, Cluster, wait_until
 from tests.chaos.test_database_outage import ride_out_under_load
-from tests.support.patroni import patroni_cluster
+from tests.support.patroni import free_block, patroni_cluster
 
 pytestmark = [pytest.mark.patroni, pytest.mark.slow]
 ON_DEMAND = pytest.mark.skipif(not os.environ.get("GRAVIMETA_FAILOVER_RUNS"),
@@ -74,10 +81,33 @@ def failover_cluster(request, tmp_path):
             replicas.stop()
 
 
-def start_replicas(cluster: Cluster, *names: str) -> list:
-    """Start the replicas side by side (each waits for its own readiness)."""
-    with ThreadPoolExecutor(len(names)) as pool:
-        return list(pool.map(cluster.replica, names))
+def start_replicas(cluster: Cluster, run_dir: Path, *names: str) -> tuple[list, Replica]:
+    """Start the replicas side by side (each waits for its own readiness), and one through `gravimeta cluster`."""
+    with ThreadPoolExecutor(len(names) + 1) as pool:
+        recipe = pool.submit(start_through_cluster_command, cluster.db_url, run_dir)
+        return list(pool.map(cluster.replica, names)), recipe.result()
+
+
+def start_through_cluster_command(url: str, run_dir: Path) -> Replica:
+    """One replica started as docs/ha.md says (`gravimeta --store-url URL cluster start`, here without HAProxy)."""
+    port = free_block(2)
+    started = subprocess.run([sys.executable, "-m", "gravimeta", "--store-url", url, "cluster", "start", "--replicas",
+                              "1", "--no-haproxy", "--workers", "1", "--port", str(port), "--run-dir", str(run_dir)],
+                             capture_output=True, text=True, timeout=120)
+    assert started.returncode == 0, started.stdout + started.stderr
+    state = ClusterState.load(run_dir)
+    assert state is not None and len(state.replicas) == 1, started.stdout
+    return Replica(state.replicas[0].url, "cluster_command", timeout=30)
+
+
+def kill_cluster_command_replicas(run_dir: Path) -> None:
+    """Throw-away, like the test's own replicas: SIGKILL, no graceful drain to wait for."""
+    state = ClusterState.load(run_dir)
+    for replica in state.replicas if state else []:
+        try:
+            os.killpg(replica.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def answers_by_kind(ops) -> Counter:
@@ -100,9 +130,16 @@ def recovery(ops, killed_at: float) -> tuple[float, float]:
     pytest.param("sync-haproxy", marks=ON_DEMAND),
     pytest.param("single-restart", marks=ON_DEMAND),
 ], indirect=True)
-def test_a_failover_under_writes_loses_no_acknowledged_write_and_the_replicas_resume(failover_cluster):
+def test_a_failover_under_writes_loses_no_acknowledged_write_and_the_replicas_resume(failover_cluster, tmp_path):
     case, pg, cluster = failover_cluster
-    replicas = start_replicas(cluster, "ha-a", "ha-b")
+    try:
+        replicas, recipe = start_replicas(cluster, tmp_path / "cluster-command", "ha-a", "ha-b")
+        a_failover_under_writes(case, pg, cluster, replicas, recipe)
+    finally:
+        kill_cluster_command_replicas(tmp_path / "cluster-command")
+
+
+def a_failover_under_writes(case: Case, pg, cluster: Cluster, replicas: list, recipe: Replica) -> None:
     times: dict[str, float] = {}
 
     def failover() -> None:
@@ -148,6 +185,17 @@ def test_a_failover_under_writes_loses_no_acknowledged_write_and_the_replicas_re
     # claims work on the new primary: every replica creates again (each create claims its schema)
     for _, client in replicas:
         assert cluster.recorder.create_table(client, CATALOG, SCHEMA, f"after_{client.name}").outcome == "ok"
+    # so does the replica `gravimeta cluster` started; it sat idle through the failover, so its first
+    # statement may meet its pooled connection to the dead primary: 503 with Retry-After, then it writes
+    answers: list[int | None] = []
+
+    def written() -> bool:
+        op = cluster.recorder.create_table(recipe, CATALOG, SCHEMA, "after_cluster_command")
+        answers.append(op.status)
+        return op.outcome == "ok"
+
+    wait_until("a write through the replica `gravimeta cluster` started", written, timeout=20, every=0.5)
+    assert set(answers[:-1]) <= {503}, answers
     # the heartbeat beats and the reclaimer reclaims on the new primary, in the same processes
     with cluster.engine.begin() as conn:
         now = conn.scalar(select(func.now()))
