@@ -74,6 +74,10 @@ class Claim(Protocol):
 
     def fence_guard(self) -> guard.WriteGuard | None: ...
 
+    def make_durable(self) -> None:
+        """Before the claim's fence is sent out of the store (an engine call): make sure a crash or a
+        failover of the store cannot lose the grant, and so hand the same fence out again."""
+
     def release(self) -> None: ...
 
 

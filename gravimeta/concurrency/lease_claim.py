@@ -15,6 +15,16 @@ out of it raises FenceLost, as the claim could not be checked before it ran out.
 The holder trusts a claim only until (start of its last successful renewal + TTL) by its own monotonic
 clock, which is never later than the database's expiry; past that it treats the claim as lost without
 asking the database.
+
+Durable before its fence leaves the store. On PostgreSQL the grant commits without waiting for the WAL
+flush (LeaseBackend._async_commit), and so without waiting for a synchronous standby either: a crash, or a
+failover, in the next few hundred milliseconds loses the grant and its fence counter bump, and the store
+hands that fence out again. Nothing in the store relied on the lost grant (every guarded store transaction
+is durable and flushes the WAL before it), but an engine that was sent the fence has seen it, and it admits
+a token equal to the highest it saw: two holders with one token. So before the fence is first sent out
+(gravimeta/dispatch/engine_door.py) the grant is made durable (`make_durable`): a durable store transaction
+this claim's guard checked has done it already (the journal's intent, before every journalled engine call);
+otherwise one small durable write on the claim row does. tests/ha/test_durable_fence.py.
 """
 
 from __future__ import annotations
@@ -23,7 +33,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import delete, event, select
+from sqlalchemy import delete, event, select, update
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
@@ -57,6 +67,8 @@ class LeaseClaim:
         self.deadline = deadline
         self.lost = False
         self.released = False
+        #: the grant is known durable (module docstring, "Durable before its fence leaves the store")
+        self.durable = backend.durable_claims or backend.dialect != "postgresql"
 
     def time_left(self) -> float:
         """Seconds until the local deadline (0 once lost): how long this holder may still act."""
@@ -104,6 +116,36 @@ class LeaseClaim:
                 f"The claim on {self.path} was taken over by another operation (fence {self.fence}); "
                 "this change was not saved; retry"
             )
+        if not self.durable:  # this transaction's commit flushes the WAL of the grant too
+            event.listen(session, "after_commit", self._made_durable, once=True)
+
+    def _made_durable(self, _session: Session) -> None:
+        self.durable = True
+
+    def make_durable(self) -> None:
+        """Make the grant durable before its fence leaves the store (module docstring): nothing when a
+        durable transaction has done it; otherwise one durable write on the claim row, whose commit waits
+        for the WAL flush and a synchronous standby up to it, the grant included. StaleFence (nothing is
+        to be sent) when the row is no longer this claim's or stays locked until the claim runs out."""
+        if self.durable:
+            return
+        seconds = self.time_left()
+        lease = scope_lease.c
+        try:
+            with self.backend.engine.begin() as conn:
+                touched = cast(CursorResult[Any], conn.execute(lock_waits.bounded(
+                    update(scope_lease).where(lease.scope_path == self.path, lease.holder_id == self.holder,
+                                              lease.fence == self.fence).values(updated_at=lease.updated_at),
+                    self.backend.dialect, seconds))).rowcount
+        except DBAPIError as exc:
+            if not lock_waits.timed_out(exc):
+                raise
+            touched = 0
+        if touched != 1:
+            self.mark_lost("its row was gone or locked when its grant was to be made durable")
+            raise errors.StaleFence(f"The claim on {self.path} could not be made durable before its fence "
+                                    f"{self.fence} was sent to an engine; nothing was sent")
+        self.durable = True
 
     def _check_fence_and_release(self, session: Session) -> None:
         """The check in the operation's last store write, which also releases the claim: ONE

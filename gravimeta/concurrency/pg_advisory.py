@@ -124,6 +124,9 @@ class AdvisoryClaim:
         """None: the locks are held by the transaction every store write joins (`transaction`)."""
         return None
 
+    def make_durable(self) -> None:
+        """Nothing: no fence of this claim leaves the store."""
+
     # ----------------------------------------------------------------- the claim's transaction
 
     def acquire(self, wait: bool = True) -> None:

@@ -18,6 +18,8 @@ made anywhere else fail, once the server requires the door (gravimeta/app.py).
     the same fence, so a late call of an earlier holder that has not landed by then never will.
 (d) Bounded: every connector bounds each wait of a call by the fence's deadline (Fence.timeout), which
     ends where the holder's trust in its lease ends; without a claim (the lock off) by its own timeout.
+(e) Durable: the claim's grant is durable before its fence goes out (Claim.make_durable), so that no
+    crash or failover of the store hands that fence out again to another holder.
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ def fence_for(key: str) -> Fence:
         )
     deadline = None if math.isinf(left) else time.monotonic() + left
     token = None if disabled_for_test("engine_fence") else claim.fence  # TEST-ONLY: calls carry no fence
+    if token is not None and not disabled_for_test("durable_fence"):  # TEST-ONLY when off
+        claim.make_durable()  # an engine that has seen the fence must never see it granted again
     return Fence(key, token, FENCES_ORDERED_ACROSS_SCOPES, deadline)
 
 

@@ -67,10 +67,14 @@ GRAVIMETA_HA_DISABLE (test-only) may name one mechanism:
   node_revision_fallback  a worker on a store before the node registry's schema_revision column (alembic
                     0018) does not register without it (concurrency/node_registry.py;
                     tests/store/test_migrations.py, the 0018 case: the worker does not register)
+  durable_fence     the engine door sends a claim's fence to an engine without making its grant durable
+                    first (dispatch/engine_door.py, concurrency/lease_claim.py make_durable;
+                    tests/ha/test_durable_fence.py: after a failover the new primary grants the fence
+                    the engine saw again)
 The switches read by the server itself (no_snapshot, no_row_lock, advisory_queue, no_owner_lock,
 tag_object_lock, statistics_row_lock, engine_fence, identity_keys, import_barrier, retire, retire_delivery,
 request_buffering, response_buffering, commit_session_end, no_access_recheck, access_cache, no_role_lock,
-root_fence, dropped_schema, node_revision_fallback) go through
+root_fence, dropped_schema, node_revision_fallback, durable_fence) go through
 gravimeta.store.database.disabled_for_test and are marked TEST-ONLY where they act.
 """
 
