@@ -137,6 +137,9 @@ defaults
     option http-buffer-request
     # only connection failures are retried: a POST that reached a replica is never sent twice
     retries 2
+    # no replica ready (the store failing over, every replica restarting): a Gravitino-style 503 with
+    # Retry-After, as a replica answers when its store fails, instead of HAProxy's HTML page
+    http-error status 503 content-type application/json string '{{"code":1002,"type":"RuntimeException","message":"No gravimeta replica is ready to serve (the metadata database may be failing over); retry later"}}' hdr Retry-After 1
 
 frontend gravimeta
     bind 127.0.0.1:{port}

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from gravimeta.cluster import ClusterState, Proc, _alive, _port_free
+from gravimeta.cluster import ClusterState, Proc, _alive, _port_free, haproxy_config
 from tests.conftest import require_backend
 from tests.support.databases import MYSQL_ADMIN_URL
 
@@ -65,6 +66,31 @@ def test_cluster_start_serves_through_haproxy_and_stop_leaves_nothing_running(tm
     assert stopped.returncode == 0
     assert state is not None and not any(_alive(p.pid) for p in [*state.replicas, state.haproxy] if p)
     assert not (run_dir / "state.json").exists()
+
+
+@pytest.mark.skipif(shutil.which("haproxy") is None, reason="haproxy not installed (.ci/run installs it)")
+def test_with_no_replica_ready_haproxy_answers_a_gravitino_503_with_retry_after(tmp_path):
+    """While no replica passes its readiness check (the store failing over: docs/ha.md), the load balancer
+    answers for them: a JSON 503 RuntimeException with Retry-After, as a replica does, not HAProxy's page."""
+    port = free_block(3)
+    cfg = tmp_path / "haproxy.cfg"
+    cfg.write_text(haproxy_config(port, [Proc("replica-1", 1, port + 1, "r1.log")], port + 2))  # nothing listens
+    proc = subprocess.Popen(["haproxy", "-db", "-f", str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while _port_free(port) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with pytest.raises(urllib.error.HTTPError) as answer:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/metalakes", timeout=10)
+        assert answer.value.code == 503
+        assert answer.value.headers["Retry-After"] == "1"
+        assert answer.value.headers["Content-Type"] == "application/json"
+        body = json.loads(answer.value.read())
+        assert (body["code"], body["type"]) == (1002, "RuntimeException"), body
+        assert "retry later" in body["message"], body
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def test_cluster_start_without_haproxy_says_how_to_install_it(tmp_path):

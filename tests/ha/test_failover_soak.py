@@ -90,6 +90,9 @@ def soak_through_failovers(tmp_path: Path, say: Callable[[str], None], synchrono
                          if (op.status is None or op.status >= 500) and at <= op.start <= after)
         say(f"[failover] {what}: writable after {writable - at:.1f}s; recovery {after - before:.2f}s "
             f"(first ack {after - writable:.2f}s after writable); failed by answer: {dict(failed)}")
+    everything = Counter(f"{op.status} {(op.body or {}).get('type', op.error or '')}".strip() for op in ops
+                         if op.status is None or op.status >= 500)
+    say(f"[failover] the whole run's 5xx and unanswered requests, by answer: {dict(everything)}")
     assert len(events) == len(EVENTS), events
     assert result.fences is not None and result.fences.grants > 0, "the fence check saw no grant"
     return result
