@@ -56,12 +56,17 @@ BARRIER = "a barrier changes no object: it only makes the engine refuse older to
 CATALOG_HOME = "the catalog's home is made before the catalog exists in the store: nothing can refer to it yet"
 RETIREMENT = "a retirement only makes the engine refuse the calls of a dropped catalog: it changes no object"
 _REASONS = (PROCESS_LOCAL, NO_STORE_STATE, BARRIER, CATALOG_HOME, RETIREMENT)
+#: the calls made without the fence (mirror and prepare below drop it)
+_FENCE_NOT_SENT = (PROCESS_LOCAL, CATALOG_HOME)
 
 
-def fence_for(key: str) -> Fence:
+def fence_for(key: str, sent: bool = True) -> Fence:
     """The fence for an engine call on `key` by the running operation. Without a claim (distributed
     lock off) a fence without token. StaleFence (nothing sent) when the claim can no longer be trusted or
-    has less than MIN_CALL_S left."""
+    has less than MIN_CALL_S left. `sent`: the fence goes to the engine, so the claim's grant is made
+    durable first (False for the calls that drop it, _FENCE_NOT_SENT: a process-local change runs inside
+    the operation's store transaction, whose fence guard holds the claim row, so the durable write on that
+    row would wait for its own operation until the claim ran out)."""
     claim = current_claim()
     if claim is None:
         return Fence(key)
@@ -73,7 +78,7 @@ def fence_for(key: str) -> Fence:
         )
     deadline = None if math.isinf(left) else time.monotonic() + left
     token = None if disabled_for_test("engine_fence") else claim.fence  # TEST-ONLY: calls carry no fence
-    if token is not None and not disabled_for_test("durable_fence"):  # TEST-ONLY when off
+    if token is not None and sent and not disabled_for_test("durable_fence"):  # TEST-ONLY when off
         claim.make_durable()  # an engine that has seen the fence must never see it granted again
     return Fence(key, token, FENCES_ORDERED_ACROSS_SCOPES, deadline)
 
@@ -84,7 +89,7 @@ def change(call: Callable[[Fence], T], key: str, *, intent: int | None = None,
     `intent` (the journal intent recorded for it) and `why_no_intent` (one of this module's reasons)."""
     if (intent is None) == (why_no_intent is None) or (why_no_intent is not None and why_no_intent not in _REASONS):
         raise ValueError("an engine change names its journal intent or one of engine_door's reasons for none")
-    fence = fence_for(key)
+    fence = fence_for(key, sent=why_no_intent not in _FENCE_NOT_SENT)
     with door_guard.opened():
         return call(fence)
 

@@ -18,19 +18,21 @@ import os
 import signal
 
 import pytest
-from sqlalchemy import delete, select
+from sqlalchemy import delete, event, select
 
 from connectors.base import CatalogContext
 from connectors.registry import ConnectorRegistry
 from gravimeta import errors
+from gravimeta.app import build_services
 from gravimeta.cluster import migrate
 from gravimeta.concurrency.coordinator import Coordinator, current_claim
 from gravimeta.concurrency.scope_lease import LeaseBackend
 from gravimeta.concurrency.tables import scope_lease
 from gravimeta.concurrency.tree_lock import TreeLock
+from gravimeta.config import load_settings
 from gravimeta.dispatch import engine_door
 from gravimeta.dispatch.engine_keys import identity_key
-from gravimeta.entities import Catalog, Metalake, NameIdentifier
+from gravimeta.entities import Catalog, Column, Metalake, NameIdentifier, Schema, Table
 from gravimeta.store.database import create_store_engine
 from gravimeta.store.entity_store import EntityStore
 from tests.chaos.engine_check import sqlite_root
@@ -124,3 +126,41 @@ def test_a_grant_is_made_durable_once_and_a_lost_claim_sends_nothing(tmp_path):
 def _row(engine, path: str):
     with engine.connect() as conn:
         return conn.execute(select(scope_lease).where(scope_lease.c.scope_path == path)).one()
+
+
+DURABLE_WRITE = "UPDATE gm_scope_lease SET updated_at=gm_scope_lease.updated_at"
+
+
+def test_only_a_fence_sent_before_any_durable_commit_costs_a_durable_write(tmp_path):
+    """LEASE_TABLE on PostgreSQL: a memory catalog's changes (made in the store's own transaction, no fence
+    sent) and a sqlite catalog's journalled ones (the intent's commit made the grant durable) add no
+    durable write; an import's barrier, the first fence sent under its claim, adds one."""
+    require_backend("postgresql")
+    with fresh_database("postgresql", tmp_path) as url, sqlite_root(tmp_path):
+        settings = load_settings(environ={}, store_url=url, distributed_lock_enabled=True,
+                                 distributed_lock_backend="LEASE_TABLE")
+        services = build_services(settings)
+        d, engine = services.dispatchers, services.store.engine
+        writes: list[str] = []
+
+        def on_execute(_conn, _cursor, statement: str, *_args) -> None:
+            if statement.startswith(DURABLE_WRITE):
+                writes.append(statement)
+
+        event.listen(engine, "before_cursor_execute", on_execute)
+        try:
+            d.metalakes.create(Metalake("m"), "u")
+            for name, provider, properties in (("mem", "memory", {}), ("lite", "sqlite", {"path": "lite.db"})):
+                d.catalogs.create(Catalog("m", name, "relational", provider, properties=properties), "u")
+                d.schemas.create("m", name, Schema("s"), "u")
+                d.tables.create("m", name, "s", Table("t", [Column("id", "integer")]), "u")
+                d.tables.drop("m", name, "s", "t")
+            assert writes == []
+            ConnectorRegistry().get("sqlite")(CatalogContext("m", "lite", {"path": "lite.db"})).create_table(
+                "s", Table("e", [Column("id", "integer")]))  # made in the engine alone
+            assert d.tables.load("m", "lite", "s", "e").name == "e"  # imported, behind a barrier
+            assert len(writes) == 1, writes
+        finally:
+            event.remove(engine, "before_cursor_execute", on_execute)
+            services.coordinator.runtime.heartbeat.stop()  # type: ignore[union-attr]
+            engine.dispose()
