@@ -231,6 +231,9 @@ def db_current(settings) -> None:  # type: ignore[no-untyped-def]
               help="without cross-node claims: treat intents older than this as final when the engine does not "
                    "show them (default 30).")
 @click.option("--list", "list_only", is_flag=True, help="only list the open intents.")
+@click.option("--dry-run", "dry_run", is_flag=True,
+              help="say what the repair would do with each open intent and why, changing nothing (no claim, no "
+                   "barrier, no store or engine write).")
 @click.option("--resolve", "resolution", nargs=2, type=(int, click.Choice(["applied", "not-applied"])),
               metavar="ID applied|not-applied",
               help="settle one intent the repair cannot: its change is in the engine (the store takes it) or is "
@@ -239,24 +242,25 @@ def db_current(settings) -> None:  # type: ignore[no-untyped-def]
               help="end one intent without touching the store or the engine.")
 @click.option("--run-dir", type=click.Path(file_okay=False), help=_RUN_DIR_HELP)
 @click.pass_obj
-def repair(settings, settle_seconds: float | None, list_only: bool, resolution: tuple[int, str] | None,  # type: ignore[no-untyped-def]
-           discard_id: int | None, run_dir: str | None) -> None:
+def repair(settings, settle_seconds: float | None, list_only: bool, dry_run: bool,  # type: ignore[no-untyped-def]
+           resolution: tuple[int, str] | None, discard_id: int | None, run_dir: str | None) -> None:
     """Finish or undo connector operations left open in the operation journal (docs/consistency.md §4).
 
     Finds the store like `gravimeta locks` (--store-url, else the cluster in --run-dir, else ./var), reads
     the server's configuration (--config, GRAVIMETA_* variables) and refuses to judge any engine when its
     sqlite catalog root is not the one the servers recorded. With --resolve or --discard it settles that
-    one intent only. Exit status: 0 when every intent was settled or can wait (or the one intent was
-    resolved), 1 when some are stuck or failed (listed) or the resolution was refused, 2 when it refused
-    to run."""
+    one intent only; with --dry-run it prints what it would do with each and changes nothing. Exit
+    status: 0 when every intent was settled or can wait (or the one intent was resolved, or it was a dry
+    run), 1 when some are stuck or failed (listed) or the resolution was refused, 2 when it refused to
+    run."""
     import dataclasses
     import os
 
     from gravimeta.app import build_services
-    from gravimeta.dispatch.repair_command import check_engine_roots, print_open, resolve
+    from gravimeta.dispatch.repair_command import check_engine_roots, print_open, print_preview, resolve
 
-    if sum((list_only, resolution is not None, discard_id is not None)) > 1:
-        raise click.UsageError("use one of --list, --resolve and --discard")
+    if sum((list_only, dry_run, resolution is not None, discard_id is not None)) > 1:
+        raise click.UsageError("use one of --list, --dry-run, --resolve and --discard")
 
     target, engine = _existing_store(settings, run_dir)
     engine.dispose()
@@ -273,6 +277,9 @@ def repair(settings, settle_seconds: float | None, list_only: bool, resolution: 
         if problem is not None and not list_only and discard_id is None:
             click.echo(f"error: {problem}", err=True)
             sys.exit(2)
+        if dry_run:
+            print_preview(services.reconciler.preview_pending(settle_seconds), click.echo)
+            return
         one = resolution if discard_id is None else (discard_id, "discard")
         if one is not None:
             done = resolve(services, one[0], one[1], click.echo)

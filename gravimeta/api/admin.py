@@ -1,5 +1,6 @@
 """Operator endpoints: live cross-node claims, replicas, open journal intents and what is unsafe about them
 (/api/admin/locks, with the database clock the leases are judged by, so a client can show time left),
+what the repair would do with each open intent (/api/admin/repair-preview, a dry run that writes nothing),
 Prometheus text at /metrics and at /prometheus/metrics (the path Gravitino serves it on).
 
 Not part of Gravitino's API. They read the shared database directly, so any replica shows the claims of
@@ -49,6 +50,16 @@ def locks() -> Any:
                  for i in services.reconciler.journal.pending()],
         databaseTime=str(now),
     )
+
+
+@blueprint.get("/api/admin/repair-preview")
+@operator
+def repair_preview() -> Any:
+    """What `gravimeta repair` would do with each open intent now, and why: the repair's dry run, which
+    changes nothing (gravimeta/dispatch/repair_preview.py). It reads each intent's engine, so it costs one
+    engine look per open intent."""
+    services = current_app.extensions["gravimeta"]
+    return ok(intents=[p.as_json() for p in services.reconciler.preview_pending()])
 
 
 @blueprint.get("/metrics")

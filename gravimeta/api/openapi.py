@@ -206,11 +206,15 @@ class LocksResponse(BaseResponse):
     warnings = fields.List(fields.String(), required=True)
 
 
+class RepairPreviewResponse(BaseResponse):
+    intents = fields.List(fields.Dict(), required=True)
+
+
 RESPONSES: list[type[Schema]] = [
     ErrorResponse, BaseResponse, TestConnectionResponse, VersionResponse, MetalakeResponse, MetalakeListResponse,
     CatalogResponse, CatalogListResponse, EntityListResponse, SchemaResponse, TableResponse, DropResponse,
-    HealthResponse, LocksResponse, OwnerResponse, SetResponse, UserResponse, GroupResponse, PrincipalListResponse,
-    RemoveResponse, *openapi_attached.RESPONSES, *openapi_roles.RESPONSES,
+    HealthResponse, LocksResponse, RepairPreviewResponse, OwnerResponse, SetResponse, UserResponse, GroupResponse,
+    PrincipalListResponse, RemoveResponse, *openapi_attached.RESPONSES, *openapi_roles.RESPONSES,
 ]
 
 # ------------------------------------------------------------------ the operations
@@ -246,6 +250,8 @@ OPERATIONS: dict[str, Op] = {
     "health.health": Op("Liveness and readiness together; 503 when a check is DOWN", "HealthResponse"),
     "openapi.document": Op("This document", None),
     "admin.locks": Op("Live cross-node claims and replicas (service admins)", "LocksResponse"),
+    "admin.repair_preview": Op("What the repair would do with each open journal intent, and why; changes nothing "
+                               "(service admins)", "RepairPreviewResponse"),
     "admin.metrics": Op("Prometheus metrics (service admins)", None),
     "metalakes.list_metalakes": Op("List metalakes", "MetalakeListResponse"),
     "metalakes.create_metalake": Op("Create a metalake (service admins, with authorization on)", "MetalakeResponse",

@@ -4,7 +4,8 @@ catalog's provider or properties change (each worker process has its own cache).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from connectors.base import CatalogContext, Connector
 from connectors.registry import ConnectorRegistry
@@ -24,7 +25,7 @@ class ConnectorCache:
 
     def for_catalog(self, catalog: Catalog) -> Connector:
         key = (catalog.metalake, catalog.name)
-        signature = (catalog.id, catalog.provider, tuple(sorted(catalog.properties.items())))
+        signature = _signature(catalog)
         with self._lock:
             cached = self._instances.get(key)
             if cached is not None and cached[0] == signature:
@@ -41,6 +42,24 @@ class ConnectorCache:
                 return cached[1]
             self._instances[key] = (signature, connector)
             return connector
+
+    @contextmanager
+    def for_reading(self, catalog: Catalog) -> Iterator[Connector]:
+        """A connector for reads only (the repair's dry run): the cached one, else a new one that is
+        closed afterwards and never cached, made WITHOUT `before_use`, which may change engines and the
+        store (a pending retirement's delivery)."""
+        signature = _signature(catalog)
+        with self._lock:
+            cached = self._instances.get((catalog.metalake, catalog.name))
+        if cached is not None and cached[0] == signature:
+            yield cached[1]
+            return
+        connector = self.registry.get(catalog.provider)(
+            CatalogContext(catalog.metalake, catalog.name, dict(catalog.properties)))
+        try:
+            yield connector
+        finally:
+            connector.close()
 
     def is_local(self, catalog: Catalog) -> bool:
         """Whether the catalog's provider is process-local (Connector.process_local), without creating
@@ -64,6 +83,11 @@ class ConnectorCache:
         with self._lock:
             keys = [k for k in self._instances if k[0] == metalake and catalog in (None, k[1])]
             return [self._instances.pop(k)[1] for k in keys]
+
+
+def _signature(catalog: Catalog) -> tuple[object, ...]:
+    """What a cached connector was made from: a change of any of it makes a new connector."""
+    return catalog.id, catalog.provider, tuple(sorted(catalog.properties.items()))
 
 
 def catalog_locality(connectors: ConnectorCache, load: Callable[[str, str], Catalog]) -> Callable[[str, str], bool]:

@@ -98,8 +98,13 @@ def can_fence(connector: Connector) -> bool:
     """Whether a barrier on this connector keeps every earlier holder's call out: the engine checks
     fences and the running claim has a token."""
     claim = current_claim()
-    return (connector.checks_fences and claim is not None and claim.fence is not None
-            and not disabled_for_test("engine_fence"))
+    return fences_out(connector, claim is not None and claim.fence is not None)
+
+
+def fences_out(connector: Connector, token: bool) -> bool:
+    """Whether a barrier on this connector, by a claim with a token or not, keeps every earlier
+    holder's call out (can_fence; the repair's dry run asks it of the claim the repair would hold)."""
+    return connector.checks_fences and token and not disabled_for_test("engine_fence")
 
 
 def barrier(connector: Connector, key: str, why: str = BARRIER) -> None:

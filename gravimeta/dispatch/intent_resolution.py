@@ -36,7 +36,8 @@ from gravimeta.concurrency.coordinator import Coordinator, require_lasting_claim
 from gravimeta.dispatch.connector_cache import ConnectorCache
 from gravimeta.dispatch.intent_records import Record, decode
 from gravimeta.dispatch.intents import APPLIED, NOT_APPLIED, steps
-from gravimeta.dispatch.repair import UNCLAIMED, WAITING, Repairer
+from gravimeta.dispatch.repair import Repairer
+from gravimeta.dispatch.repair_rules import UNCLAIMED, WAITING
 from gravimeta.entities import NameIdentifier
 from gravimeta.store import EntityStore
 from gravimeta.store.journal import Intent, IntentSettled, OperationJournal, catalog_names

@@ -54,6 +54,7 @@ from gravimeta.dispatch.guarded import catalog_in_use_in
 from gravimeta.dispatch.intent_records import Record, encode, placed
 from gravimeta.dispatch.intents import Applied, Steps, steps
 from gravimeta.dispatch.repair import Repairer
+from gravimeta.dispatch.repair_preview import IntentPreview, RepairPreview
 from gravimeta.entities import NameIdentifier
 from gravimeta.store import EntityStore, guard
 from gravimeta.store.journal import STUCK, Intent, OperationJournal, operation_journal
@@ -94,6 +95,12 @@ class Reconciler:
         guard on, as in a request."""
         with door_guard.serving():
             return self.repairer.repair_pending(settle_s)
+
+    def preview_pending(self, settle_s: float | None = None) -> list[IntentPreview]:
+        """What repair_pending would do with each open intent now, changing nothing (repair_preview.py:
+        `gravimeta repair --dry-run`, /api/admin/repair-preview)."""
+        return RepairPreview(self.store, self.coordinator, self.connectors, self.journal,
+                             self.repairer).preview(settle_s)
 
     # ------------------------------------------------------------------ running an operation
 

@@ -23,9 +23,10 @@ looked. So it observes before it decides, and only once the observation is final
 
 Decisions are keyed by the catalog's id: an intent whose catalog is gone is discarded, one whose catalog
 was renamed is moved to its scope under the new names, one whose schema (named by identity in its key)
-was dropped is discarded once its barrier is raised (fenced only: see _discard_dropped), and an apply checks in its own transaction that
+was dropped is discarded once its barrier is raised (fenced only: repair_rules.by_dropped_schema), and an apply checks in its own transaction that
 the intent is still open and the id still carries the names it applies under (IntentSettled otherwise).
-One bad intent never stops the others: an unexpected failure marks it stuck and the repair goes on.
+What to do with what it found is decided by repair_rules.py, pure functions the dry run
+(repair_preview.py) runs too. One bad intent never stops the others: an unexpected failure marks it stuck and the repair goes on.
 """
 
 from __future__ import annotations
@@ -46,10 +47,12 @@ from gravimeta.concurrency.coordinator import (
     require_lasting_claim,
 )
 from gravimeta.dispatch import engine_door
+from gravimeta.dispatch import repair_rules as rules
 from gravimeta.dispatch.connector_cache import ConnectorCache
 from gravimeta.dispatch.engine_keys import identity_key, schema_gone
 from gravimeta.dispatch.intent_records import Record, decode
-from gravimeta.dispatch.intents import APPLIED, NOT_APPLIED, Applied, steps
+from gravimeta.dispatch.intents import Applied, steps
+from gravimeta.dispatch.repair_rules import FENCED
 from gravimeta.entities import NameIdentifier
 from gravimeta.store import EntityStore
 from gravimeta.store.database import disabled_for_test
@@ -61,7 +64,6 @@ log = logging.getLogger(__name__)
 _UNAPPLIABLE = (errors.NotFound, errors.AlreadyExists, errors.IllegalArgument, errors.NonEmpty)
 #: errors about the repairer's own claim or the store itself: the whole repair must stop, not one intent
 _FATAL = (errors.FenceLost, errors.StoreUnavailable, NeedsLastingClaim)
-FENCED, HELD, WAITING, UNCLAIMED = "fenced", "held", "waiting", "unclaimed"
 
 
 class Repairer:
@@ -110,27 +112,26 @@ class Repairer:
     # ------------------------------------------------------------------ one intent
 
     def _repair(self, intent: Intent) -> str:
+        """Gather the facts under the claim, in order, and do what repair_rules decides from them."""
         record = decode(intent.operation, intent.catalog_id, intent.payload)
         op = steps(record)
         names = catalog_names(self.store, record.where.catalog_id)
-        if names is None:
-            log.warning("journal: dropping intent %s (%s): catalog #%s (%s.%s) is gone", intent.id, op.describe,
-                        record.where.catalog_id, record.where.metalake, record.where.catalog)
-            self.journal.discard(intent.id)
-            return "discarded"
-        prefix = f"/{names[0]}/{names[1]}"
-        if not (intent.scope_path == prefix or intent.scope_path.startswith(prefix + "/")):
-            return self._relabel(intent, record, prefix)
+        decided = rules.by_catalog(intent.scope_path, record, names)
+        if decided is not None:
+            return self._carry_out(intent, record, decided)
+        assert names is not None
         record = replace(record, where=replace(record.where, metalake=names[0], catalog=names[1]))
         connector = self.connectors.for_catalog(self.store.get_catalog(*names))
-        if connector.process_local:
-            return self._stuck(intent, "its catalog's connector is process-local now: no engine to observe")
-        gone = self._schema_dropped(record)
+        decided = rules.by_connector(connector.process_local)
+        if decided is not None:
+            return self._carry_out(intent, record, decided)
+        gone = self.schema_dropped(record)
         require_lasting_claim()  # observe, then apply: two steps the claim must cover together
         try:
             mode = self._mode(intent, connector)
-            if gone and mode == FENCED:
-                return self._discard_dropped(intent, record)
+            decided = rules.by_dropped_schema(mode, gone, record)
+            if decided is not None:
+                return self._carry_out(intent, record, decided)
             seen = op.observe(connector, record)
         except errors.StaleFence:
             raise
@@ -138,34 +139,36 @@ class Repairer:
             self.journal.note(intent.id, f"engine not observable: {exc.message}")
             return "unreachable"
         failpoints.hit("repair.before_decide", intent=intent.id, seen=seen, mode=mode)
-        if seen == APPLIED:
+        decided = rules.by_observation(seen, mode, intent.settled)
+        if decided.action == rules.ROLL_FORWARD:
             return self._roll_forward(intent, record, connector, mode)
-        if seen == NOT_APPLIED:
-            if mode == WAITING or (mode == UNCLAIMED and not intent.settled):
-                return "waiting"
-            self.journal.discard(intent.id)
-            log.info("journal: rolled %s (intent %s) back", op.describe, intent.id)
-            return "rolled back"
-        return self._stuck(intent, "engine shows neither the state before nor the state after")
+        return self._carry_out(intent, record, decided)
 
-    def _schema_dropped(self, record: Record) -> bool:
+    def _carry_out(self, intent: Intent, record: Record, decided: rules.Decision) -> str:
+        """Do what a decision of repair_rules says (all but a roll-forward); the outcome's name."""
+        if decided.action == rules.STUCK:
+            return self._stuck(intent, decided.why)
+        if decided.action == rules.WAIT:
+            return "waiting"
+        if decided.action == rules.RELABEL:
+            self.journal.move(intent.id, decided.to)
+            log.info("journal: intent %s moved from %s to %s: %s", intent.id, intent.scope_path, decided.to,
+                     decided.why)
+            return "relabelled"
+        self.journal.discard(intent.id)
+        if decided.action == rules.ROLL_BACK:
+            log.info("journal: rolled %s (intent %s) back", steps(record).describe, intent.id)
+            return "rolled back"
+        log.warning("journal: dropping intent %s (%s): %s", intent.id, steps(record).describe, decided.why)
+        return "discarded"
+
+    def schema_dropped(self, record: Record) -> bool:
         """Whether the schema the intent's key names by identity is gone from the store (a drop; perhaps
         created again under its name since, as another identity). An identity never comes back, so this
         read needs no barrier."""
         if disabled_for_test("dropped_schema"):  # TEST-ONLY: the intent is judged by its names alone
             return False
         return schema_gone(self.store, record.where.catalog_id, record.where.key)
-
-    def _discard_dropped(self, intent: Intent, record: Record) -> str:
-        """Under the barrier: the store's drop of the intent's schema won. The drop reached the engine
-        first (a drop is engine first, and its roll-forward follows an engine that shows the schema gone)
-        with a fence above every call of the intent's holder on the schema's key, so whatever the intent
-        did to that incarnation went with it, and its calls can never reach a schema made later under the
-        name. Nothing is left to make agree: the intent ends."""
-        log.warning("journal: dropping intent %s (%s): schema %s of %s.%s, which it changes, was dropped",
-                    intent.id, steps(record).describe, record.where.key, record.where.metalake, record.where.catalog)
-        self.journal.discard(intent.id)
-        return "discarded"
 
     def fence_out(self, intent: Intent, connector: Connector) -> str:
         """Under a claim related to the intent's scope: keep its holder's late engine calls out where the
@@ -174,20 +177,25 @@ class Repairer:
         return self._mode(intent, connector)
 
     def _mode(self, intent: Intent, connector: Connector) -> str:
-        """How final an observation made now is (see the module docstring)."""
+        """How final an observation made now is (see the module docstring); raises the barrier when
+        FENCED, and records the first time a repair held the scope otherwise."""
         claim = current_claim()
-        if claim is None:
-            return UNCLAIMED
-        if engine_door.can_fence(connector):
-            engine_door.barrier(connector, self._barrier_key(intent, claim.path))
-            return FENCED
-        self.journal.mark_observed(intent.id)
-        return HELD if self.journal.observed_for(intent.id, int(connector.call_window_s() * 1000)) else WAITING
 
-    def _barrier_key(self, intent: Intent, claim_path: str) -> str:
+        def held_long_enough() -> bool:
+            self.journal.mark_observed(intent.id)
+            return self.journal.observed_for(intent.id, int(connector.call_window_s() * 1000))
+
+        mode = rules.finality(claim is not None, engine_door.can_fence(connector), held_long_enough)
+        if mode == FENCED:
+            assert claim is not None
+            engine_door.barrier(connector, self.barrier_key(intent, claim.path))
+        return mode
+
+    def barrier_key(self, intent: Intent, claim_path: str) -> str:
         """Where the repair's barrier goes: the key of what its own claim covers when that is related to
         the intent's key (then it also keeps out anything else below the claim), else the intent's key
-        itself (an incarnation that no longer carries the intent's names: nobody else holds it)."""
+        itself (an incarnation that no longer carries the intent's names: nobody else holds it). Reads
+        only (the dry run names the key too)."""
         with self.store.snapshot() as s:
             own = identity_key(self.store, s, claim_path)
         key = decode(intent.operation, intent.catalog_id, intent.payload).where.key
@@ -207,8 +215,8 @@ class Repairer:
         except _UNAPPLIABLE as exc:
             return self._stuck(intent, f"engine has the change, the store refuses it: {exc.message}")
         if already is not None:  # made by another operation (or this intent's request just finished)
-            if mode == UNCLAIMED and not intent.settled:
-                return "waiting"  # its request may still be running: it must find the intent to answer 409
+            if rules.by_store_already(mode, intent.settled).action == rules.WAIT:
+                return "waiting"
             self.journal.discard(intent.id)
         log.info("journal: rolled %s (intent %s) forward", op.describe, intent.id)
         return "rolled forward"
@@ -245,16 +253,6 @@ class Repairer:
             return record.where.key
         with self.store.snapshot() as s:
             return identity_key(self.store, s, intent.scope_path)
-
-    def _relabel(self, intent: Intent, record: Record, prefix: str) -> str:
-        """The catalog was renamed (or its metalake): move the intent to its scope under the new names;
-        the next repair there (under a claim on that scope) judges it."""
-        old = f"/{record.where.metalake}/{record.where.catalog}"
-        if not (intent.scope_path == old or intent.scope_path.startswith(old + "/")):
-            return self._stuck(intent, f"its scope {intent.scope_path} is not under its catalog's path {prefix}")
-        self.journal.move(intent.id, prefix + intent.scope_path[len(old):])
-        log.info("journal: intent %s moved from %s to %s (its catalog was renamed)", intent.id, old, prefix)
-        return "relabelled"
 
     def _stuck(self, intent: Intent, detail: str) -> str:
         log.error("journal: intent %s (%s) is stuck: %s", intent.id, intent.operation, detail)

@@ -10,6 +10,7 @@ from sqlalchemy import Engine
 from connectors.sqlite.paths import ROOT_ENV, catalog_root
 from gravimeta import errors
 from gravimeta.dispatch.intent_resolution import IntentResolver
+from gravimeta.dispatch.repair_preview import IntentPreview
 from gravimeta.store import server_settings
 from gravimeta.store.journal import OperationJournal
 
@@ -33,6 +34,15 @@ def print_open(journal: OperationJournal, echo: Callable[[str], object]) -> None
     for intent in journal.pending():
         echo(f"open: #{intent.id} {intent.operation} {intent.scope_path} {intent.state} "
              f"since {intent.created_at} by {intent.holder}: {intent.detail or ''}")
+
+
+def print_preview(previews: list[IntentPreview], echo: Callable[[str], object]) -> None:
+    """`--dry-run`: per intent, what the repair would do, then what it waits for or does first and why."""
+    echo(f"dry run, nothing is changed: {len(previews)} open intent(s)")
+    for p in previews:
+        echo(f"#{p.id} {p.operation} {p.path} ({p.state}): {p.action}")
+        for line in (*p.first, p.why):
+            echo(f"  - {line}")
 
 
 def resolve(services: Services, intent_id: int, outcome: str, echo: Callable[[str], object]) -> bool:

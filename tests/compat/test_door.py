@@ -192,6 +192,7 @@ CASES: dict[tuple[str, str], Case] = {
     ("health.ready", "GET"): Case("/api/health/ready", ANYONE),
     ("openapi.document", "GET"): Case("/api/openapi.json", ANYONE),
     ("admin.locks", "GET"): Case("/api/admin/locks", SERVICE_ADMINS),
+    ("admin.repair_preview", "GET"): Case("/api/admin/repair-preview", SERVICE_ADMINS),
     ("admin.metrics", "GET"): Case("/metrics", SERVICE_ADMINS),
     ("metalakes.list_metalakes", "GET"): Case("/api/metalakes", ANYONE),
     ("metalakes.create_metalake", "POST"): Case("/api/metalakes", SERVICE_ADMINS, unique("lake"), True),

@@ -71,10 +71,12 @@ GRAVIMETA_HA_DISABLE (test-only) may name one mechanism:
                     first (dispatch/engine_door.py, concurrency/lease_claim.py make_durable;
                     tests/ha/test_durable_fence.py: after a failover the new primary grants the fence
                     the engine saw again)
+  repair_preview    the repair's dry run runs the real repair first (dispatch/repair_preview.py;
+                    tests/engine/test_repair_preview.py: the store and the engine's files change)
 The switches read by the server itself (no_snapshot, no_row_lock, advisory_queue, no_owner_lock,
 tag_object_lock, statistics_row_lock, engine_fence, identity_keys, import_barrier, retire, retire_delivery,
 request_buffering, response_buffering, commit_session_end, no_access_recheck, access_cache, no_role_lock,
-root_fence, dropped_schema, node_revision_fallback, durable_fence) go through
+root_fence, dropped_schema, node_revision_fallback, durable_fence, repair_preview) go through
 gravimeta.store.database.disabled_for_test and are marked TEST-ONLY where they act.
 """
 
