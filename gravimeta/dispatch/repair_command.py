@@ -40,7 +40,7 @@ def print_preview(previews: list[IntentPreview], echo: Callable[[str], object]) 
     """`--dry-run`: per intent, what the repair would do, then what it waits for or does first and why."""
     echo(f"dry run, nothing is changed: {len(previews)} open intent(s)")
     for p in previews:
-        echo(f"#{p.id} {p.operation} {p.path} ({p.state}): {p.action}")
+        echo(f"#{p.id} {p.operation} {p.path} ({p.state}): {p.action}{' (after waiting for a claim)' if p.waits else ''}")
         for line in (*p.first, p.why):
             echo(f"  - {line}")
 

@@ -41,6 +41,7 @@ from gravimeta.store.database import disabled_for_test
 from gravimeta.store.journal import STUCK, Intent, OperationJournal, catalog_names
 
 UNREACHABLE = "unreachable"
+WAITS = "waits for the claim on"
 _SEEN = {APPLIED: "shows the change made", NOT_APPLIED: "does not show the change"}
 
 
@@ -66,12 +67,17 @@ class IntentPreview:
     first: list[str] = field(default_factory=list)
 
     @property
+    def waits(self) -> bool:
+        """Whether the repair would first wait for a live claim on a related path."""
+        return any(step.startswith(WAITS) for step in self.first)
+
+    @property
     def text(self) -> str:
         return "; then ".join([*self.first, self.why])
 
     def as_json(self) -> dict[str, object]:
         return {"id": self.id, "operation": self.operation, "path": self.path, "state": self.state,
-                "action": self.action, "first": self.first, "why": self.why, "text": self.text}
+                "action": self.action, "waits": self.waits, "first": self.first, "why": self.why, "text": self.text}
 
 
 class RepairPreview:
@@ -101,9 +107,8 @@ class RepairPreview:
                      for r in rows]
 
     def _one(self, intent: Intent, now: datetime | None, claims: list[Claim], settle_ms: int) -> IntentPreview:
-        first = [f"waits for the claim on {c.path} held by {c.holder} (fence {c.fence}, {c.left_s:.1f} s left; "
-                 "its own operation may end the intent meanwhile)"
-                 for c in claims if related(c.path, intent.scope_path)]
+        first = [f"{WAITS} {c.path} held by {c.holder} (fence {c.fence}, {c.left_s:.1f} s left; its holder may "
+                 "settle the intent first)" for c in claims if related(c.path, intent.scope_path)]
         if intent.state == STUCK:
             first.insert(0, "marked stuck: the background repair skips it, `gravimeta repair` judges it again")
         action, why = self._decide(intent, now, settle_ms, first)

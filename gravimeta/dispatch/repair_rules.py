@@ -82,11 +82,11 @@ def by_observation(seen: str, mode: str, settled: bool) -> Decision:
         return Decision(ROLL_FORWARD, "the engine has the change")
     if seen == NOT_APPLIED:
         if mode == WAITING:
-            return Decision(WAIT, "the engine does not show the change, but it cannot refuse a late call of the "
-                                  "operation, which may still arrive within the connector's call window")
+            return Decision(WAIT, "the engine cannot refuse a late call of the operation, which may still arrive "
+                                  "within the connector's call window")
         if mode == UNCLAIMED and not settled:
-            return Decision(WAIT, "the engine does not show the change, but without cross-node claims the "
-                                  "operation may still be running until the intent is older than the settle time")
+            return Decision(WAIT, "without cross-node claims the operation may still be running until the intent "
+                                  "is older than the settle time")
         return Decision(ROLL_BACK, "the engine does not have the change")
     return Decision(STUCK, "engine shows neither the state before nor the state after")
 

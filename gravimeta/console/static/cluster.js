@@ -1,5 +1,6 @@
 // The cluster page: the replicas sharing the store (with the schema revision of their code), the live claims with a time left counted down between
-// polls, the journal's open intents and the server's warnings, from the operator endpoint /api/admin/locks.
+// polls, the journal's open intents with what the repair would do with each (the repair's dry run) and the server's warnings,
+// from the operator endpoints /api/admin/locks and /api/admin/repair-preview.
 import { api } from "./api.js";
 import { errorBox, grid, h, page } from "./dom.js";
 
@@ -23,16 +24,25 @@ function seconds(ms) {
   return Number.isFinite(ms) ? `${(ms / 1000).toFixed(1)} s` : "?";
 }
 
-/** What a repair does with an open intent (the journal's rules, docs/consistency.md): the console cannot
- * know the engine's answer in advance, so it says what the repair will look at and when it runs. */
-function repairOf(intent) {
-  if (intent.state === "stuck") {
-    return `a repair failed on it; decide by hand: gravimeta repair --resolve ${intent.id} applied|not-applied, ` +
-      `or --discard ${intent.id}`;
+/** What `gravimeta repair` would do with an open intent now and why: the server's dry run of the repair
+ * (/api/admin/repair-preview, which changes nothing), fetched with each refresh while intents are open. */
+function repairOf(intent, previews) {
+  const preview = previews.byId.get(intent.id);
+  const text = preview ? `${preview.action}: ${preview.text}`
+    : `no preview${previews.error ? ` (${previews.error})` : " yet"}`;
+  if (intent.state !== "stuck") return h("span.repair-preview", {}, text);
+  return h("span.repair-preview", {}, text, h("br"), h("span.muted", {},
+    `decide by hand: gravimeta repair --resolve ${intent.id} applied|not-applied, or --discard ${intent.id}`));
+}
+
+async function previewsFor(intents) {
+  if (!intents.length) return { byId: new Map() };
+  try {
+    const answer = await api("GET", "/api/admin/repair-preview");
+    return { byId: new Map((answer.intents || []).map((p) => [p.id, p])) };
+  } catch (exc) {
+    return { byId: new Map(), error: exc.message || String(exc) };
   }
-  return `run by the next change under ${intent.path} or by gravimeta repair: once the holder can no longer ` +
-    `reach the engine, it looks there and finishes ${intent.operation} in the store if the engine applied it, ` +
-    "else discards the intent (an intent of a catalog that is gone is discarded)";
 }
 
 export async function clusterPage() {
@@ -47,6 +57,7 @@ export async function clusterPage() {
       status.replaceChildren(errorBox(exc));
       return;
     }
+    const previews = await previewsFor(data.intents || []);
     const now = stamp(data.databaseTime);
     const received = performance.now();
     const lock = data.distributedLock || {};
@@ -71,9 +82,9 @@ export async function clusterPage() {
       h("h2", {}, "Claims"),
       grid(["Scope", "Holder", "Fence", "Time left", "State"], claimRows, "claims"),
       h("h2", {}, "Journal intents (open)"),
-      grid(["#", "Operation", "Scope", "State", "Since", "Holder", "Detail", "What repair does"],
+      grid(["#", "Operation", "Scope", "State", "Since", "Holder", "Detail", "What repair would do now"],
         (data.intents || []).map((i) => [i.id, i.operation, h("code", {}, i.path), i.state, i.since, i.holder, i.detail,
-          repairOf(i)]), "intents"));
+          repairOf(i, previews)]), "intents"));
     tick();
     status.textContent = `updated ${new Date().toLocaleTimeString()}`;
   }
