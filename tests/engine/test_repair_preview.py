@@ -192,3 +192,19 @@ def test_repair_dry_run_prints_each_intent_and_exits_0(world):
                                     "would finish the table creation in the store"), run.stdout
     assert f"#{world.not_landed} create_table /m/c/s2 (pending): roll back" in lines, run.stdout
     assert everything(world) == before
+
+
+def test_for_an_engine_that_cannot_refuse_late_calls_the_dry_run_says_the_repair_waits_out_the_call_window(
+        world, monkeypatch):
+    monkeypatch.setattr(FaultySQLite, "checks_fences", False)  # as the hive metastore: no barrier possible
+    before = everything(world)
+    previews = by_id(world)
+    assert everything(world) == before  # not even the first look is recorded
+    not_landed, landed = previews[world.not_landed], previews[world.landed]
+    assert not_landed.first == ["the engine cannot refuse late calls: would record its first look now, final only "
+                                "30 s later"], not_landed.first
+    assert (not_landed.action, landed.action) == ("wait", "roll forward")
+    assert world.services.reconciler.repair_pending() == {"rolled forward": 1, "waiting": 2}
+    again = by_id(world)[world.not_landed]  # the repair recorded its first look: the window counts from there
+    assert again.first[0].startswith("the engine cannot refuse late calls: a look is final ") and \
+        "s from now (call window 30 s since a repair first held the scope at " in again.first[0], again.first
