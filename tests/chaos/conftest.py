@@ -11,8 +11,6 @@ own database makes the replica hold its claim while it waits. No test-only code 
 
 from __future__ import annotations
 
-import os
-import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -30,7 +28,7 @@ from gravimeta.demo.state import read_api, read_sql
 from gravimeta.store.database import create_store_engine
 from tests.conftest import require_backend
 from tests.support.databases import fresh_database
-from tests.support.servers import ServerProcess
+from tests.support.servers import ServerProcess, discard
 
 TTL_MS = 2000
 HEARTBEAT_S = TTL_MS / 3000
@@ -96,13 +94,8 @@ class Cluster:
         return check(self.history, {CATALOG: state}), state
 
     def stop(self) -> None:
-        for server in self.servers:
-            if server.process is not None and server.process.poll() is None:
-                try:
-                    os.killpg(server.process.pid, signal.SIGCONT)
-                except ProcessLookupError:
-                    pass
-            server.stop(timeout=10)
+        """End of the test: the replicas are killed (paused ones too); the database is dropped next."""
+        discard(*self.servers)
         self.engine.dispose()
 
 

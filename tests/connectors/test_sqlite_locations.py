@@ -24,7 +24,7 @@ from connectors.sqlite import ROOT_ENV
 from gravimeta.app import create_app
 from gravimeta.config import Settings
 from tests.support.failpoints import Failpoints, Reached
-from tests.support.servers import ServerProcess
+from tests.support.servers import ServerProcess, discard
 
 
 def sqlite_catalog(name: str, path: str) -> dict[str, Any]:
@@ -186,5 +186,4 @@ def test_two_replicas_racing_for_one_path_in_different_metalakes_cannot_both_win
         assert http(b, "GET", "/api/metalakes/m2/catalogs")[1]["identifiers"] == []
     finally:
         fp.clear()
-        a.stop()
-        b.stop()
+        discard(a, b)

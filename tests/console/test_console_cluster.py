@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from tests.support.failpoints import Failpoints
-from tests.support.servers import ServerProcess
+from tests.support.servers import ServerProcess, discard, start_all
 
 #: the pages redraw their lists (the cluster page on every poll): an element found may be replaced
 try:
@@ -38,13 +38,11 @@ def two_replicas(tmp_path, _migrated_sqlite_template):
                              env={**LOCK_ON, **fp.env(tag), **({"GRAVIMETA_CLAIM_TIMEOUT_MS": "1500"} if tag == "b" else {})})
                for tag in "ab"]
     try:
-        for server in started:
-            server.start()
+        start_all(*started)
         yield fp, started[0], started[1]
     finally:
         fp.clear()
-        for server in started:
-            server.stop()
+        discard(*started)
 
 
 def _claim_cells(browser, lake: str) -> list[str]:

@@ -35,7 +35,7 @@ from gravimeta.store.journal import operation_journal
 from tests.conftest import require_backend
 from tests.support.databases import fresh_database
 from tests.support.failpoints import Failpoints
-from tests.support.servers import ServerProcess
+from tests.support.servers import ServerProcess, discard, start_all
 
 REPO = Path(__file__).resolve().parents[2]
 TTL_MS = 2000
@@ -81,11 +81,16 @@ class Cluster:
                 **self.env}
 
     def replica(self, name: str, **env: str) -> Replica:
-        server = ServerProcess(self.db_url, workers=1, log_path=self.tmp_path / f"{name}.log",
-                               env={**self.base_env(), "GRAVIMETA_NODE_ID": name, **self.fp.env(name), **env})
-        self.servers[name] = server
-        server.start()
-        return Replica(server.url, name, timeout=60)
+        return self.replicas(name, **env)[0]
+
+    def replicas(self, *names: str, **env: str) -> list[Replica]:
+        """Start replicas with these names (and the same extra settings) side by side."""
+        started = [ServerProcess(self.db_url, workers=1, log_path=self.tmp_path / f"{name}.log",
+                                 env={**self.base_env(), "GRAVIMETA_NODE_ID": name, **self.fp.env(name), **env})
+                   for name in names]
+        self.servers.update(zip(names, started, strict=True))
+        start_all(*started)
+        return [Replica(server.url, name, timeout=60) for name, server in zip(names, started, strict=True)]
 
     def pause(self, name: str) -> None:
         """SIGSTOP the replica's process group, and return once every thread of it has stopped: the kernel
@@ -117,14 +122,10 @@ class Cluster:
                               env=environment, cwd=cwd or self.tmp_path, capture_output=True, text=True, timeout=120)
 
     def stop(self) -> None:
+        """End of the test: the replicas are killed (paused ones too), not shut down gracefully; the
+        test's database is dropped next."""
         self.fp.clear()
-        for server in self.servers.values():
-            if server.process is not None and server.process.poll() is None:
-                try:
-                    os.killpg(server.process.pid, signal.SIGCONT)
-                except ProcessLookupError:
-                    pass
-            server.stop(timeout=10)
+        discard(*self.servers.values())
         self.engine.dispose()
 
 
@@ -282,7 +283,7 @@ def wait_stopped(pid: int, timeout: float = 10.0) -> None:
 
 def setup_catalog(cluster: Cluster, provider: str, properties: dict[str, str]) -> tuple[Api, Api]:
     """Replicas a and b, with metalake m, catalog c of `provider` and schema s made through b."""
-    a, b = Api(cluster.replica("a")), Api(cluster.replica("b"))
+    a, b = (Api(replica) for replica in cluster.replicas("a", "b"))
     ok(b.metalake())
     ok(b.catalog(provider, properties))
     ok(b.schema())

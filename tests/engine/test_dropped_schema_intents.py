@@ -47,7 +47,7 @@ def engine_tree(stub: Any) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("recreate", [False, True], ids=["dropped", "recreated"])
 def test_an_intent_whose_schema_was_dropped_settles(cluster, stub, recreate):
-    a, b = Api(cluster.replica("a")), Api(cluster.replica("b"))
+    a, b = (Api(replica) for replica in cluster.replicas("a", "b"))
     hive_catalog_with_table(b, stub)
     stub.fault("hang", seconds=HOLD_S, ops=["rename_table"])
     try:

@@ -99,7 +99,7 @@ def hive_catalog_with_table(b: Api, stub: Any) -> dict[str, str]:
 
 
 def test_a_catalog_rename_does_not_unfence_a_drop_in_flight(lock_cluster, stub):
-    a, b = Api(lock_cluster.replica("a")), Api(lock_cluster.replica("b"))
+    a, b = (Api(replica) for replica in lock_cluster.replicas("a", "b"))
     hive_catalog_with_table(b, stub)
     try:
         status, body = hold_drop(stub, lambda: a.drop_table(T, c=H))
@@ -114,7 +114,7 @@ def test_a_catalog_rename_does_not_unfence_a_drop_in_flight(lock_cluster, stub):
 
 
 def test_an_import_does_not_race_an_engine_only_drop_in_flight(cluster, stub):
-    a, b = Api(cluster.replica("a")), Api(cluster.replica("b"))
+    a, b = (Api(replica) for replica in cluster.replicas("a", "b"))
     ok(b.metalake())
     ok(b.catalog("hive", hive_properties(stub), c=H))
     ok(b.schema(c=H))
@@ -136,7 +136,7 @@ def test_an_import_does_not_race_an_engine_only_drop_in_flight(cluster, stub):
 def recreate_under_a_held_drop(cluster: Cluster, stub: Any, between: Any = lambda b: None) -> None:
     """A's drop of h.s.t is held in the stub; B force-drops h, creates it again on the same metastore,
     runs `between(b)`, and its load imports s.t; then the held drop is released."""
-    a, b = Api(cluster.replica("a")), Api(cluster.replica("b"))
+    a, b = (Api(replica) for replica in cluster.replicas("a", "b"))
     properties = hive_catalog_with_table(b, stub)
     try:
         status, body = hold_drop(stub, lambda: a.drop_table(T, c=H))

@@ -30,7 +30,7 @@ def test_two_replicas_importing_one_table_store_it_once(cluster, monkeypatch, pa
     outside.create_schema(Schema("s"))
     outside.create_table("s", Table("t", [Column("id", "long")]))
 
-    a, b = Api(cluster.replica("a")), Api(cluster.replica("b"))
+    a, b = (Api(replica) for replica in cluster.replicas("a", "b"))
     ok(b.metalake())
     ok(b.catalog("sqlite", properties))
     if parent_imported:

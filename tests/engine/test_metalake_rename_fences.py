@@ -36,7 +36,7 @@ def pg_cluster(tmp_path, cluster_of):
 
 def test_after_a_metalake_rename_its_catalogs_engine_calls_and_repairs_are_not_stale(pg_cluster, monkeypatch):
     cluster = pg_cluster
-    a, b = Api(cluster.replica("a")), Api(cluster.replica("b"))
+    a, b = (Api(replica) for replica in cluster.replicas("a", "b"))
     ok(a.metalake())
     ok(a.catalog("sqlite", sqlite_properties()))
     ok(a.schema())

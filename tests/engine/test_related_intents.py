@@ -34,7 +34,7 @@ def test_a_repair_under_one_catalog_leaves_the_intent_of_a_catalog_named_alike_a
     """Replica A holds /m/C/s with its intent open (the engine made t, A is stopped before its store step);
     replica B works under /m/c meanwhile. A's intent must still be open, and A then finishes it."""
     cluster = sqlite_db_cluster
-    a, b = Api(cluster.replica("a")), Api(cluster.replica("b"))
+    a, b = (Api(replica) for replica in cluster.replicas("a", "b"))
     ok(b.metalake())
     ok(b.catalog("sqlite", {**sqlite_properties(), "path": "upper.db"}, c="C"))
     ok(b.catalog("sqlite", sqlite_properties(), c="c"))

@@ -37,7 +37,7 @@ from sqlalchemy.pool import NullPool
 from tests.conftest import require_backend
 from tests.support.databases import fresh_database
 from tests.support.failpoints import Failpoints
-from tests.support.servers import ServerProcess
+from tests.support.servers import ServerProcess, discard, start_all
 
 API = "/api/metalakes"
 ADMIN = "admin"
@@ -66,13 +66,11 @@ def replicas(tmp_path):
         started = [ServerProcess(url, workers=1, env={**env, **fp.env(tag)}, log_path=tmp_path / f"{tag}.log")
                    for tag in "ab"]
         try:
-            with ThreadPoolExecutor(2) as starting:
-                list(starting.map(ServerProcess.start, started))
+            start_all(*started)
             yield fp, started[0].url, started[1].url, url
         finally:
             fp.clear()
-            for server in started:
-                server.stop()
+            discard(*started)
 
 
 def catalog(base: str, name: str, owner: str) -> None:

@@ -73,7 +73,7 @@ def test_an_advisory_claim_waits_for_the_fenced_transaction_of_an_expired_lease(
     waits on that row lock). A (advisory on /m: create catalog c2) must not be granted while L's
     transaction is open: it waits (bounded), and runs once L's transaction has ended."""
     cluster = cluster_on(clusters, pg_url, tmp_path, "AUTO")
-    api_l, api_a = Api(cluster.replica("l")), Api(cluster.replica("a"))
+    api_l, api_a = (Api(replica) for replica in cluster.replicas("l", "a"))
     ok(api_a.metalake())
     ok(api_a.catalog("sqlite", sqlite_properties()))
     ok(api_a.schema())
@@ -119,7 +119,7 @@ def two_catalogs(api: Api) -> None:
 def test_a_create_waiting_for_its_claim_acts_on_the_catalog_that_holds_the_name_once_it_has_it(
         pg_url, tmp_path, clusters, monkeypatch, backend):
     cluster = cluster_on(clusters, pg_url, tmp_path, backend)
-    api_a, api_b = Api(cluster.replica("a")), Api(cluster.replica("b"))
+    api_a, api_b = (Api(replica) for replica in cluster.replicas("a", "b"))
     two_catalogs(api_b)
     memory_id, sqlite_id = catalog_id(cluster, "xb"), catalog_id(cluster, "xa")
     ok(api_a.table("warm", s="s0", c="xb"))  # replica a has used xb: its connector cache says "memory"
@@ -147,7 +147,7 @@ def test_a_create_waiting_for_its_claim_acts_on_the_catalog_that_holds_the_name_
 def test_a_drop_waiting_for_its_claim_acts_on_the_catalog_that_holds_the_name_once_it_has_it(
         pg_url, tmp_path, clusters, monkeypatch, backend):
     cluster = cluster_on(clusters, pg_url, tmp_path, backend)
-    api_a, api_b = Api(cluster.replica("a")), Api(cluster.replica("b"))
+    api_a, api_b = (Api(replica) for replica in cluster.replicas("a", "b"))
     two_catalogs(api_b)
     memory_id, sqlite_id = catalog_id(cluster, "xb"), catalog_id(cluster, "xa")
     ok(api_b.table("t0", s="s0", c="xb"))

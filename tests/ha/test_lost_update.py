@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import requests
 
-from tests.support.servers import ServerProcess
+from tests.support.servers import ServerProcess, discard, start_all
 
 REPLICA_ENV = {"GRAVIMETA_DISTRIBUTED_LOCK": "true", "GRAVIMETA_LEASE_TTL_MS": "5000"}
 KEYS_PER_ENTITY = 40  # keys named gravitino.* are accepted on catalogs of every provider
@@ -54,8 +54,7 @@ def set_property(base: str, path: str, key: str) -> int:
 def test_concurrent_property_changes_through_two_replicas_are_never_lost(db_url, tmp_path):
     replicas = [ServerProcess(db_url, env=REPLICA_ENV, log_path=tmp_path / f"{name}.log") for name in "ab"]
     try:
-        with ThreadPoolExecutor(2) as starting:
-            list(starting.map(ServerProcess.start, replicas))
+        start_all(*replicas)
         create_tree(replicas[0].url)
         jobs = [(kind, f"gravitino.test.k{i:03d}") for kind in ENTITIES for i in range(KEYS_PER_ENTITY)]
         random.Random(4).shuffle(jobs)
@@ -71,8 +70,7 @@ def test_concurrent_property_changes_through_two_replicas_are_never_lost(db_url,
                 properties = body[kind]["properties"] or {}
                 lost |= {(kind, key) for k, key in acknowledged if k == kind and key not in properties}
     finally:
-        for replica in replicas:
-            replica.stop()
+        discard(*replicas)
 
     assert len(acknowledged) >= len(jobs) // 2, f"most updates failed: {Counter(statuses)}"
     assert not lost, f"{len(lost)} acknowledged property changes lost (of {len(acknowledged)}), e.g. {sorted(lost)[:5]}"

@@ -28,7 +28,7 @@ from sqlalchemy.pool import NullPool
 
 from gravimeta.ownership.models import OwnerRow
 from tests.support.failpoints import Failpoints
-from tests.support.servers import ServerProcess
+from tests.support.servers import ServerProcess, discard, start_all
 
 pytestmark = pytest.mark.slow  # tens of seconds each: start them first
 
@@ -56,14 +56,12 @@ def replicas(db_url, tmp_path):
     fp = Failpoints(tmp_path / "fp")
     a = ServerProcess(db_url, workers=1, env={**REPLICA_ENV, **fp.env("a")}, log_path=tmp_path / "a.log")
     b = ServerProcess(db_url, workers=1, env=REPLICA_ENV, log_path=tmp_path / "b.log")
-    with ThreadPoolExecutor(2) as starting:
-        list(starting.map(ServerProcess.start, (a, b)))
+    start_all(a, b)
     try:
         yield a, b, fp
     finally:
         fp.clear()
-        a.stop()
-        b.stop()
+        discard(a, b)
 
 
 def build_tree(base: str) -> None:

@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 
 from gravimeta.concurrency.tables import node, scope_lease
 from gravimeta.store.database import create_store_engine
-from tests.support.servers import ServerProcess
+from tests.support.servers import ServerProcess, discard
 
 pytestmark = pytest.mark.slow  # tens of seconds each: start them first
 
@@ -56,7 +56,5 @@ def test_two_flag_on_replicas_serialize_structural_changes(db_url, tmp_path):
         engine.dispose()
         assert flags == [False, False, True, True, True, True]  # 2 workers per replica
     finally:
-        for server in (a, b, off):
-            if server is not None:
-                server.stop()
+        discard(*(server for server in (a, b, off) if server is not None))
     assert "mixed rollout" in (tmp_path / "off.log").read_text()

@@ -19,7 +19,7 @@ from tests.ha.conftest import DISABLED
 from tests.ha.race_support import Request, finished_or_blocked
 from tests.support.databases import fresh_database
 from tests.support.failpoints import Failpoints
-from tests.support.servers import ServerProcess
+from tests.support.servers import ServerProcess, discard, start_all
 
 API = "/api/metalakes"
 STATS = f"{API}/m/objects/table/c.s.t/statistics"
@@ -33,13 +33,11 @@ def replicas(request, tmp_path):
     with fresh_database(request.param, tmp_path) as url:
         started = [ServerProcess(url, workers=1, env=fp.env(tag), log_path=tmp_path / f"{tag}.log") for tag in "ab"]
         try:
-            for server in started:
-                server.start()
+            start_all(*started)
             yield url, fp, started[0], started[1]
         finally:
             fp.clear()
-            for server in started:
-                server.stop()
+            discard(*started)
 
 
 def create_table(base: str) -> None:

@@ -26,7 +26,7 @@ from tests.ha.conftest import DISABLED
 from tests.ha.race_support import Request, finished_or_blocked, sql_runner
 from tests.support.databases import fresh_database
 from tests.support.failpoints import Failpoints
-from tests.support.servers import ServerProcess
+from tests.support.servers import ServerProcess, discard, start_all
 
 API = "/api/metalakes"
 M, C, S, T, TAG = "m", "c", "s", "t", "pii"
@@ -45,13 +45,11 @@ def replicas(request, tmp_path):
         started = [ServerProcess(url, workers=1, env={**env, **fp.env(tag)}, log_path=tmp_path / f"{tag}.log")
                    for tag in "ab"]
         try:
-            for server in started:
-                server.start()
+            start_all(*started)
             yield url, fp, started[0], started[1]
         finally:
             fp.clear()
-            for server in started:
-                server.stop()
+            discard(*started)
 
 
 def post(base: str, path: str, body: dict) -> dict:

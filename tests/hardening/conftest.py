@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -12,7 +11,7 @@ import pytest
 from gravimeta.app import create_app
 from gravimeta.config import Settings
 from tests.support.databases import fresh_database
-from tests.support.servers import ServerProcess
+from tests.support.servers import ServerProcess, discard
 
 ERROR_KEYS = {"code", "type", "message"}  # no "stack": Gravitino leaves out null fields
 
@@ -53,5 +52,4 @@ def start_server(tmp_path) -> Iterator[Callable[..., ServerProcess]]:
 
     with ExitStack() as stack:
         yield start
-        for process in started:
-            process.stop(signal.SIGINT)  # quick shutdown; graceful shutdown has its own test
+        discard(*started)  # graceful shutdown has its own test

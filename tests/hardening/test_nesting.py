@@ -269,4 +269,4 @@ def test_what_is_accepted_can_be_altered_renamed_moved_and_dropped(db_url, tmp_p
             assert http(server, "GET", moved)[1]["table"]["columns"][0]["type"] == list_type(depth)
             assert http(server, "DELETE", moved) == (200, {"code": 0, "dropped": True})
     finally:
-        server.stop()
+        server.discard()

@@ -11,7 +11,6 @@ seeds are recreated after a case that dropped, renamed or disabled them.
 from __future__ import annotations
 
 import os
-import signal
 import urllib.parse
 from collections import Counter
 from typing import Any
@@ -50,7 +49,7 @@ def live(tmp_path_factory) -> Any:
             _reseed(server.url)
             yield server
         finally:
-            server.stop(signal.SIGINT)  # quick shutdown: graceful shutdown has its own test
+            server.discard()  # graceful shutdown has its own test
 
 
 def _reseed(base: str) -> None:

@@ -5,7 +5,6 @@ its fixture; every wait is bounded."""
 from __future__ import annotations
 
 import os
-import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -16,7 +15,7 @@ import pytest
 import requests
 
 from tests.support.databases import fresh_database
-from tests.support.servers import ServerProcess
+from tests.support.servers import ServerProcess, discard
 
 
 def wait_until(what: str, condition: Callable[[], Any], timeout: float = 20.0, every: float = 0.05) -> Any:
@@ -74,8 +73,7 @@ def serve(tmp_path) -> Iterator[Callable[..., ServerProcess]]:
         try:
             yield start
         finally:
-            for server in started:
-                server.stop(signal.SIGTERM, timeout=40)
+            discard(*started)
 
 
 @contextmanager

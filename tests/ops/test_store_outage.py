@@ -115,7 +115,7 @@ def test_a_role_at_its_connection_limit_does_not_kill_the_server_and_it_recovers
             held.clear()
             assert_recovers(server, "after_the_limit")
         finally:
-            server.stop(signal.SIGTERM, timeout=40)
+            server.discard()
 
 
 def test_a_database_that_is_down_does_not_kill_the_server_and_it_recovers_by_itself(serve, tmp_path):
@@ -138,5 +138,5 @@ def test_a_database_that_is_down_does_not_kill_the_server_and_it_recovers_by_its
             proxy = TcpProxy(real.host or "127.0.0.1", real.port or 5432, port=port).start()
             assert_recovers(server, "after_the_outage")
         finally:
-            server.stop(signal.SIGTERM, timeout=40)
+            server.discard()
             proxy.stop()
