@@ -116,6 +116,9 @@ def create_app(settings: Settings | None = None, **overrides: Any) -> Flask:
     app.url_map.strict_slashes = False  # never redirect: the official client cannot follow a 308 on POST
     app.config["MAX_CONTENT_LENGTH"] = settings.max_content_length
     app.json.sort_keys = False  # type: ignore[attr-defined]
+    # a worker's first metric write (prometheus multiprocess mode) puts every gauge into its sample file
+    # at 0; its process figures go first, so that no scrape shows a live worker with 0 bytes resident
+    worker_metrics.refresh()
     services = app.extensions["gravimeta"] = build_services(settings, store_may_be_away=True)
     worker_metrics.watch_pool(services.store.engine)
     if services.health.schema_verified:  # a store that is away gets the root from the next server start
