@@ -33,6 +33,7 @@ from gravimeta.concurrency.lease_claim import (
 from gravimeta.concurrency.lease_grant import ClaimTransaction
 from gravimeta.concurrency.lease_renewal import ClaimRenewal
 from gravimeta.entities import NameIdentifier
+from gravimeta.store.database import disabled_for_test
 
 __all__ = [
     "UNSAFE_NAIVE_CLAIM", "UNSAFE_NO_FENCE", "UNSAFE_NO_LOCAL_DEADLINE", "LeaseBackend", "LeaseClaim", "_Backoff",
@@ -91,6 +92,11 @@ class LeaseBackend(ClaimTransaction, ClaimRenewal):
             fence = self._try_claim(path, holder, deadline)
             if fence is not None:
                 claim = LeaseClaim(self, path, holder, fence, attempt_at + self.ttl_ms / 1000)
+                if self._born_spent(claim):
+                    claim.release()
+                    if time.monotonic() >= deadline:
+                        raise self._busy(path)
+                    continue
                 self._track(claim)
                 metrics.claim_acquire_seconds.labels(self.name).observe(time.monotonic() - started)
                 return claim
@@ -98,6 +104,21 @@ class LeaseBackend(ClaimTransaction, ClaimRenewal):
             if time.monotonic() >= deadline:
                 raise self._busy(path)
             backoff.sleep(deadline)
+
+    def _born_spent(self, claim: LeaseClaim) -> bool:
+        """Whether a grant has less than a renewal interval (TTL/3) left the moment it is made: its attempt
+        waited on a row lock for most of the TTL (behind a holder frozen inside its renewal transaction,
+        until the database ended that session), and the lease counts from the attempt's start, so the
+        first renewal could not come in time and the operation would end in FenceLost. Such a grant is
+        given back (its fence never left this process) and the claim tried again within its timeout."""
+        if disabled_for_test("fresh_grant"):  # TEST-ONLY: keep the spent grant
+            return False
+        left = claim.time_left()
+        if left >= self.ttl_ms / 3000:
+            return False
+        log.info("claim on %s (fence %d) granted with %.2f s of its %d ms lease left; giving it back and "
+                 "trying again", claim.path, claim.fence, left, self.ttl_ms)
+        return True
 
     def _busy(self, path: str) -> errors.ScopeBusy:
         metrics.scope_busy.labels(self.name).inc()

@@ -73,10 +73,13 @@ GRAVIMETA_HA_DISABLE (test-only) may name one mechanism:
                     the engine saw again)
   repair_preview    the repair's dry run runs the real repair first (dispatch/repair_preview.py;
                     tests/engine/test_repair_preview.py: the store and the engine's files change)
+  fresh_grant       a claim whose attempt waited on a row lock past its TTL is handed to the operation
+                    with its lease already run out (concurrency/scope_lease.py _born_spent;
+                    test_spent_grant.py: its fence guard answers FENCELOST)
 The switches read by the server itself (no_snapshot, no_row_lock, advisory_queue, no_owner_lock,
 tag_object_lock, statistics_row_lock, engine_fence, identity_keys, import_barrier, retire, retire_delivery,
 request_buffering, response_buffering, commit_session_end, no_access_recheck, access_cache, no_role_lock,
-root_fence, dropped_schema, node_revision_fallback, durable_fence, repair_preview) go through
+root_fence, dropped_schema, node_revision_fallback, durable_fence, repair_preview, fresh_grant) go through
 gravimeta.store.database.disabled_for_test and are marked TEST-ONLY where they act.
 """
 
