@@ -21,7 +21,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from gravimeta.cluster_state import ClusterState, Proc
 from gravimeta.store_target import store_unreachable
 
 DEFAULT_PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/gravimeta_cluster"
@@ -39,45 +39,6 @@ HAPROXY_MISSING = "haproxy is not installed; install it with:\n    apt-get insta
 
 class ClusterError(Exception):
     """A cluster command cannot go on; the message says why and what to do."""
-
-
-@dataclass
-class Proc:
-    name: str
-    pid: int
-    port: int
-    log: str
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-
-@dataclass
-class ClusterState:
-    store_url: str
-    lock: bool
-    backend: str
-    workers: int
-    sqlite_root: str
-    replicas: list[Proc] = field(default_factory=list)
-    haproxy: Proc | None = None
-    haproxy_stats_port: int | None = None
-    #: the replicas' gunicorn graceful timeout: how long `stop` must let them finish in-flight requests
-    graceful_timeout_s: int = 30
-
-    def save(self, run_dir: Path) -> None:
-        (run_dir / "state.json").write_text(json.dumps(asdict(self), indent=2))
-
-    @classmethod
-    def load(cls, run_dir: Path) -> ClusterState | None:
-        path = run_dir / "state.json"
-        if not path.exists():
-            return None
-        raw = json.loads(path.read_text())
-        raw["replicas"] = [Proc(**p) for p in raw["replicas"]]
-        raw["haproxy"] = Proc(**raw["haproxy"]) if raw.get("haproxy") else None
-        return cls(**raw)
 
 
 def ensure_database(url: str) -> None:

@@ -57,7 +57,7 @@ def resolve(settings: Settings, run_dir: Path, run_dir_given: bool = False) -> S
     cluster's)."""
     if settings.store_url:
         return StoreTarget(settings.store_url, "--store-url")
-    from gravimeta.cluster import ClusterState
+    from gravimeta.cluster_state import ClusterState
 
     state = ClusterState.load(run_dir)
     if state is not None:

@@ -33,7 +33,7 @@ def race(settings: Any, replica_urls: tuple[str, ...], run_dir: str, sqlite_root
          seconds: float, threads: int, seed: int | None, history_file: str | None) -> None:
     """Fire conflicting structural operations at several replicas, then check the final state.
     Exits 1 when the checker finds violations."""
-    from gravimeta.cluster import ClusterState
+    from gravimeta.cluster_state import ClusterState
     from gravimeta.demo.client import Replica
     from gravimeta.demo.race import RaceConfig, run_race
     from gravimeta.store.database import create_store_engine
