@@ -73,17 +73,21 @@ class ServerProcess:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout)
 
+    def kill(self) -> None:
+        """SIGKILL the whole process group (a paused one too), without waiting for it."""
+        if self.process is not None and self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
     def discard(self) -> None:
-        """SIGKILL the whole process group (a paused one too) and reap it: the end of a test whose
-        database is dropped next, where a graceful shutdown would only cost time (up to a second per
-        replica: gunicorn's workers notice SIGTERM at their next poll)."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.process.wait(15)
+        """Kill the process group and reap it: the end of a test whose database is dropped next, where a
+        graceful shutdown would only cost time (up to a second per replica: gunicorn's workers notice
+        SIGTERM at their next poll)."""
+        self.kill()
+        if self.process is not None:
+            self.process.wait(15)
 
     def __enter__(self) -> ServerProcess:
         return self.start()
@@ -106,12 +110,8 @@ def start_all(*servers: ServerProcess, timeout: float = 30.0) -> None:
 
 
 def discard(*servers: ServerProcess) -> None:
-    """SIGKILL every server's process group first, then reap them (ServerProcess.discard)."""
+    """Kill every server's process group first, then reap them (ServerProcess.discard)."""
     for server in servers:
-        if server.process is not None and server.process.poll() is None:
-            try:
-                os.killpg(server.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        server.kill()
     for server in servers:
         server.discard()
