@@ -113,7 +113,7 @@ class LeaseBackend(ClaimTransaction, ClaimRenewal):
         given back (its fence never left this process) and the claim tried again within its timeout."""
         if disabled_for_test("fresh_grant"):  # TEST-ONLY: keep the spent grant
             return False
-        left = claim.time_left()
+        left = claim.deadline - time.monotonic()  # not time_left(): that would count it lost, and log so
         if left >= self.ttl_ms / 3000:
             return False
         log.info("claim on %s (fence %d) granted with %.2f s of its %d ms lease left; giving it back and "
