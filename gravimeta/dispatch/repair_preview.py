@@ -29,7 +29,7 @@ from gravimeta import errors
 from gravimeta.concurrency.coordinator import Coordinator
 from gravimeta.concurrency.db_clock import db_now, dialect_of
 from gravimeta.concurrency.paths import related
-from gravimeta.concurrency.tables import scope_lease
+from gravimeta.concurrency.reclaimer import live_claims
 from gravimeta.dispatch import engine_door
 from gravimeta.dispatch import repair_rules as rules
 from gravimeta.dispatch.connector_cache import ConnectorCache
@@ -95,16 +95,14 @@ class RepairPreview:
         return [self._one(intent, now, claims, settle_ms) for intent in self.journal.pending(settle_ms=settle_ms)]
 
     def _clock_and_claims(self) -> tuple[datetime | None, list[Claim]]:
-        """The database's clock and the live claims by it (one read; nothing waits on a lock)."""
-        lease = scope_lease.c
+        """The database's clock and the live claims by it (reclaimer.live_claims, as `gravimeta locks`
+        lists them; nothing waits on a lock)."""
         engine = self.store.engine
         with engine.connect() as conn:
             now = _instant(conn.execute(select(db_now(dialect_of(engine)))).scalar_one())
-            rows = conn.execute(select(lease.scope_path, lease.holder_id, lease.fence, lease.lease_expires_at)
-                                .where(lease.lease_expires_at > db_now(dialect_of(engine)))
-                                .order_by(lease.scope_path)).all()
-        return now, [Claim(r.scope_path, r.holder_id, r.fence, _seconds(now, _instant(r.lease_expires_at)))
-                     for r in rows]
+        return now, [Claim(str(c["path"]), str(c["holder"]), int(str(c["fence"])),
+                           _seconds(now, _instant(c["expires_at"])))
+                     for c in live_claims(engine) if c["live"]]
 
     def _one(self, intent: Intent, now: datetime | None, claims: list[Claim], settle_ms: int) -> IntentPreview:
         first = [f"{WAITS} {c.path} held by {c.holder} (fence {c.fence}, {c.left_s:.1f} s left; its holder may "

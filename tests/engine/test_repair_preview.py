@@ -143,6 +143,8 @@ def test_the_dry_run_says_what_the_repair_then_does(world):
     assert not_landed.why.startswith("the engine does not show the change (as of now, before the barrier), so it "
                                      "would discard the intent, the store keeps what it has"), not_landed.why
     assert held.first[0].startswith("waits for the claim on /m/c/s3 held by "), held.first
+    left = float(held.first[0].split(" s left")[0].rsplit(", ", 1)[1])  # by the database clock
+    assert 0 < left <= claims.ttl_ms / 1000, held.first
     assert held.action == "roll back" and held.waits and not landed.waits, held
 
     outcomes = world.services.reconciler.repair_pending()  # the claim is gone: the real repair
