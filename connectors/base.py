@@ -137,12 +137,14 @@ class Connector(ABC):
         with a lower token on the scope (StaleFence if it has seen a higher one already). Engines that
         cannot check fences do nothing (checks_fences = False)."""
 
-    def engine_location(self) -> str | None:
-        """Where this catalog's engine is, as a text that two catalogs on the same engine share (the
-        hive provider's metastore endpoints, the sqlite provider's resolved catalog file); None when
-        the provider cannot say. A dropped catalog's retirement that its engine could not be told at the
-        drop is delivered before a later catalog on the same location changes or imports anything."""
-        return None
+    def engine_locations(self) -> frozenset[str]:
+        """Where this catalog's engine is: each place it is reached at, spelled one way whatever the
+        catalog's properties call it (the hive provider's metastore endpoints by address and port, the
+        sqlite provider's resolved catalog file), so that two catalogs on one engine share at least one,
+        however each names it. Empty when the provider cannot say. A dropped catalog's retirement that its
+        engine could not be told at the drop is delivered before a later catalog sharing a location with
+        it changes or imports anything (gravimeta/dispatch/retirement.py)."""
+        return frozenset()
 
     def call_window_s(self) -> float:
         """How long after it was sent one call may still change the engine (also after the caller gave

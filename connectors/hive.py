@@ -16,7 +16,10 @@ the client timeout, shortened to what is left of the caller's claim.
 from __future__ import annotations
 
 import http.client
+import ipaddress
 import json
+import os
+import socket
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -76,6 +79,32 @@ def parse_uris(value: str) -> list[tuple[str, int]]:
         metastore_allowlist.check(parts.hostname, port)
         endpoints.append((parts.hostname, port))
     return endpoints
+
+
+def endpoint_places(host: str, port: int) -> set[str]:
+    """How one metastore endpoint is named where catalogs are compared (Connector.engine_locations):
+    'hive:<host>:<port>' with the host name in lower case, and 'hive:<address>:<port>' for each address
+    the name resolves to now (as the connection would: IPv4 in IPv6 as IPv4, an IPv6 address in its short
+    form), with every loopback and unspecified address as 'loopback' (a metastore bound to 0.0.0.0 or ::
+    answers on all of them). So `localhost`, `LOCALHOST`, `127.0.0.1`, `127.1` and `[::1]` share a place.
+    A name that does not resolve has only its own."""
+    name = host.strip("[]").lower()
+    places = {f"hive:{name}:{port}"}
+    if os.environ.get("GRAVIMETA_HA_DISABLE") == "endpoint_addresses":  # TEST-ONLY: each endpoint as written
+        return places
+    try:
+        found = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return places
+    for *_, sockaddr in found:
+        try:
+            address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
+        except ValueError:
+            continue
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        places.add(f"hive:{'loopback' if address.is_loopback or address.is_unspecified else address}:{port}")
+    return places
 
 
 def _timeout_ms(value: str) -> int:
@@ -158,8 +187,9 @@ class HiveConnector(Connector):
         if status != 200:
             raise errors.ConnectionFailed(f"Hive metastore health check answered HTTP {status}")
 
-    def engine_location(self) -> str:
-        return "hive:" + ",".join(f"{host}:{port}" for host, port in sorted(self.endpoints))
+    def engine_locations(self) -> frozenset[str]:
+        """Every endpoint by its name and by each address it resolves to (endpoint_places)."""
+        return frozenset(place for host, port in self.endpoints for place in endpoint_places(host, port))
 
     def fence_barrier(self, fence: Fence) -> None:
         status, reply = self._call("fence", "POST", ["fences"], fence=fence)

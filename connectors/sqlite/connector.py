@@ -79,8 +79,9 @@ class SQLiteCatalogConnector(Connector):
         """Resolved on every use, so a symlink planted after creation cannot lead outside the root."""
         return resolve_catalog_path(self.context.properties["path"])
 
-    def engine_location(self) -> str:
-        return f"sqlite:{self.path}"
+    def engine_locations(self) -> frozenset[str]:
+        """The catalog file, resolved (symlinks, `.`, repeated slashes, the root's own spelling)."""
+        return frozenset({f"sqlite:{self.path}"})
 
     def _schema_dir(self) -> Path:
         return self.path.with_name(self.path.name + ".schemas")

@@ -14,12 +14,18 @@ then on.
 
 An engine that cannot be reached at that moment is not told then, but the drop still goes on (a catalog
 whose metastore is gone for good must stay droppable): the retirement is recorded in the store
-(gm_server_setting, one row per retired key: provider, properties, engine location, token) and delivered
-before any later catalog on the same engine location can change or import anything: the connector cache
-delivers the pending retirements of a location before it hands out a new connector for it, and refuses
+(gm_server_setting, one row per retired key: provider, properties, engine locations, token) and
+delivered before any later catalog on the same engine can change or import anything: the connector cache
+delivers the pending retirements of an engine before it hands out a new connector for it, and refuses
 (EngineUnreachable, nothing done) while one cannot be delivered. A late call that lands before the
 delivery lands before anything of the new catalog has read the engine, so it is seen like any change made
 outside gravimeta.
+
+"The same engine" is judged by Connector.engine_locations, never by the properties' text: the later
+catalog may name the engine otherwise (a metastore by host name where the dropped one gave its address,
+in other letters, among other endpoints; a sqlite file through a symlink), and a pending retirement is
+delivered when it shares any location with it: the locations recorded at the drop, and those its
+recorded properties give where the delivery is made (another replica may resolve them otherwise).
 """
 
 from __future__ import annotations
@@ -66,18 +72,18 @@ def retire(store: EntityStore, connectors: ConnectorCache, catalog: Catalog) -> 
         engine_door.barrier(connector, key, engine_door.RETIREMENT)
         return True
     except errors.GravitinoError as exc:
-        location = connector.engine_location()
+        locations = sorted(connector.engine_locations())
         claim = current_claim()
-        if location is None or claim is None or claim.fence is None:
+        if not locations or claim is None or claim.fence is None:
             log.warning("catalog %s.%s: its engine was not told of the drop (%s), and its location is unknown: a "
                         "call still in flight there may land later", catalog.metalake, catalog.name, exc.message)
             return False
         publish(store.engine, PREFIX + key, json.dumps({
-            "provider": catalog.provider, "properties": catalog.properties, "location": location,
+            "provider": catalog.provider, "properties": catalog.properties, "locations": locations,
             "token": claim.fence, "catalog": f"{catalog.metalake}.{catalog.name}"}))
         log.warning("catalog %s.%s: its engine was not told of the drop (%s); the retirement of %s is recorded and "
                     "will be delivered before another catalog uses %s", catalog.metalake, catalog.name, exc.message,
-                    key, location)
+                    key, ", ".join(locations))
         return False
 
 
@@ -92,26 +98,37 @@ class PendingRetirements:
         one cannot be delivered (the connector must not be used for changes or imports until it is)."""
         if connector.process_local or disabled_for_test("retire_delivery"):  # TEST-ONLY switch
             return
-        location = connector.engine_location()
-        if location is None:
+        locations = connector.engine_locations()
+        if not locations:
             return
+        where = ", ".join(sorted(locations))
         for name, data in self._pending():
-            if data.get("location") != location:
-                continue
-            old = self.registry.get(data["provider"])(CatalogContext("", data.get("catalog", ""), data["properties"]))
-            fence = Fence(name[len(PREFIX):], int(data["token"]), True, time.monotonic() + DELIVERY_TIMEOUT_S)
             try:
-                engine_door.deliver_retirement(old, fence)
-            except errors.StaleFence:
-                pass  # the engine has seen a higher token on that key already: retired all the same
-            except errors.GravitinoError as exc:
-                raise errors.EngineUnreachable(
-                    f"The engine at {location} has not yet been told that catalog {data.get('catalog')} was dropped "
-                    f"({exc.message.rstrip('.')}); nothing was done. Retry once it answers") from exc
+                old: Connector | None = self.registry.get(data["provider"])(
+                    CatalogContext("", data.get("catalog", ""), data["properties"]))
+            except errors.GravitinoError:
+                old = None  # its properties no longer make a connector here (an endpoint no longer allowed)
+            try:
+                if not shared(data, old, locations):
+                    continue
+                if old is None:
+                    raise errors.EngineUnreachable(
+                        f"The engine at {where} has not yet been told that catalog {data.get('catalog')} was dropped, "
+                        "and its recorded properties no longer make a connector here; nothing was done")
+                fence = Fence(name[len(PREFIX):], int(data["token"]), True, time.monotonic() + DELIVERY_TIMEOUT_S)
+                try:
+                    engine_door.deliver_retirement(old, fence)
+                except errors.StaleFence:
+                    pass  # the engine has seen a higher token on that key already: retired all the same
+                except errors.GravitinoError as exc:
+                    raise errors.EngineUnreachable(
+                        f"The engine at {where} has not yet been told that catalog {data.get('catalog')} was dropped "
+                        f"({exc.message.rstrip('.')}); nothing was done. Retry once it answers") from exc
             finally:
-                old.close()
+                if old is not None:
+                    old.close()
             self._done(name)
-            log.info("delivered the pending retirement of %s to %s", fence.key, location)
+            log.info("delivered the pending retirement of %s to %s", fence.key, where)
 
     def _pending(self) -> list[tuple[str, dict[str, Any]]]:
         with self.store.engine.connect() as conn:
@@ -122,3 +139,15 @@ class PendingRetirements:
     def _done(self, name: str) -> None:
         with write_session(self.store.engine) as s:
             s.execute(delete(server_setting).where(server_setting.c.name == name))
+
+
+def shared(data: dict[str, Any], old: Connector | None, locations: frozenset[str]) -> bool:
+    """Whether a pending retirement (its recorded `data`, the dropped catalog's connector made from its
+    recorded properties here) is for an engine at one of `locations`: the locations recorded at the drop
+    (a single `location` text in a row recorded before engines had several), and the ones `old` gives now."""
+    recorded = set(data.get("locations") or ())
+    if isinstance(data.get("location"), str):
+        recorded.add(data["location"])
+    if old is not None:
+        recorded |= old.engine_locations()
+    return not recorded.isdisjoint(locations)

@@ -22,6 +22,7 @@ engine lacks by itself), and the metastore's own HTTP API.
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -133,17 +134,24 @@ def test_an_import_does_not_race_an_engine_only_drop_in_flight(cluster, stub):
     assert_agree(cluster, b, stub, H, ["v"])
 
 
-def recreate_under_a_held_drop(cluster: Cluster, stub: Any, between: Any = lambda b: None) -> None:
+def recreate_under_a_held_drop(cluster: Cluster, stub: Any, between: Any = lambda b: None,
+                               uris: tuple[str, str] | None = None) -> None:
     """A's drop of h.s.t is held in the stub; B force-drops h, creates it again on the same metastore,
-    runs `between(b)`, and its load imports s.t; then the held drop is released."""
+    runs `between(b)`, and its load imports s.t; then the held drop is released. `uris`: how the dropped
+    catalog and its namesake spell the metastore's address (both stub.uri by default)."""
     a, b = (Api(replica) for replica in cluster.replicas("a", "b"))
-    properties = hive_catalog_with_table(b, stub)
+    ok(b.metalake())
+    dropped, namesake = uris or (stub.uri, stub.uri)
+    properties = {**hive_properties(stub), "metastore.uris": dropped}
+    ok(b.catalog("hive", properties, c=H))
+    ok(b.schema(c=H))
+    ok(b.table(T, c=H))
     try:
         status, body = hold_drop(stub, lambda: a.drop_table(T, c=H))
         assert status == 502, (status, body)
         ok(b.r.request("PATCH", path_of("m", H), {"inUse": False}))
         assert ok(b.drop_catalog(c=H))["dropped"] is True
-        ok(b.catalog("hive", properties, c=H))  # the same metastore: s.t is there to import
+        ok(b.catalog("hive", {**properties, "metastore.uris": namesake}, c=H))  # the same metastore: s.t is there
         between(b)
         imported = ok(b.r.request("GET", path_of("m", H, S, T)))
         assert imported["table"]["name"] == T
@@ -155,6 +163,22 @@ def recreate_under_a_held_drop(cluster: Cluster, stub: Any, between: Any = lambd
 
 def test_a_drop_in_flight_of_a_dropped_catalog_cannot_touch_its_namesake(cluster, stub):
     recreate_under_a_held_drop(cluster, stub)
+
+
+def closed_port() -> int:
+    """A local port nothing listens on (a metastore endpoint that refuses every connection)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+#: (the dropped catalog's metastore.uris, its namesake's): one metastore, spelled alike or not
+SPELLINGS = {
+    "host-name": lambda stub: (stub.uri, f"http://localhost:{stub.port}"),
+    "upper-case-slash": lambda stub: (f"http://LocalHost:{stub.port}/", stub.uri),
+    "more-endpoints": lambda stub: (f"{stub.uri},http://127.0.0.1:{closed_port()}", f"http://localhost:{stub.port}"),
+    "fewer-endpoints": lambda stub: (stub.uri, f"http://127.0.0.1:{closed_port()},http://localhost:{stub.port}/"),
+}
 
 
 def test_a_retirement_the_engine_missed_at_the_drop_is_delivered_before_the_namesake_imports(cluster, stub):
@@ -169,3 +193,14 @@ def test_a_retirement_the_engine_missed_at_the_drop_is_delivered_before_the_name
         assert EntityStore(cluster.engine).list_schemas("m", H) == []  # nothing imported while undelivered
 
     recreate_under_a_held_drop(cluster, stub, undelivered)
+
+
+@pytest.mark.parametrize("spelling", list(SPELLINGS))
+def test_a_missed_retirement_reaches_the_metastore_however_the_namesake_spells_it(cluster, stub, spelling):
+    """The metastore refuses the drop's retirement barrier only; the namesake names the same metastore
+    otherwise (by host name instead of address, in other letters, with a trailing slash, among other
+    endpoints, or the dropped catalog did). Its first use delivers the retirement all the same, so A's held
+    drop, released after the namesake imported s.t, is refused. Before the delivery matched a location by
+    its text, nothing was delivered, the drop landed, and the store kept a table the engine had lost."""
+    stub.fault("fail", count=1, mode="500", ops=["fence"])  # the drop's barrier
+    recreate_under_a_held_drop(cluster, stub, uris=SPELLINGS[spelling](stub))

@@ -40,6 +40,10 @@ GRAVIMETA_HA_DISABLE (test-only) may name one mechanism:
                     test_engine_identity_races.py, the dropped catalog's namesake)
   retire_delivery   a retirement recorded at a drop the engine missed is never delivered
                     (dispatch/retirement.py; test_engine_identity_races.py, the missed retirement)
+  endpoint_addresses  a hive catalog's engine locations are its metastore endpoints as written, not also
+                    by the addresses they resolve to (connectors/hive.py endpoint_places, read from the
+                    environment there; test_engine_identity_races.py, a namesake that spells the
+                    metastore otherwise: the missed retirement is not delivered, the held drop lands)
   request_buffering `gravimeta serve` runs plain gthread instead of the buffering worker
                     (gravimeta/cli.py; tests/ops/test_slow_clients.py)
   response_buffering  the buffering worker's threads write whole answers on blocking sockets instead of
