@@ -219,6 +219,11 @@ class StoreUnavailable(GravitinoError):
 
     code, http_status, type_name = 1002, 503, "RuntimeException"
 
+    def __init__(self, message: str, detail: str | None = None, operation: str | None = None):
+        super().__init__(message, detail)
+        #: the store operation whose COMMIT failed, when the commit check looked it up (commit_check.py)
+        self.operation = operation
+
 
 class CommitOutcomeUnknown(StoreUnavailable):
     """The connection to the shared database failed during a COMMIT, and the server could not look
@@ -232,8 +237,7 @@ class CommitOutcomeUnknown(StoreUnavailable):
     code, http_status, type_name = 1007, 502, "ConnectionFailedException"
 
     def __init__(self, message: str, operation: str, detail: str | None = None):
-        super().__init__(message, detail)
-        self.operation = operation
+        super().__init__(message, detail, operation)
 
 
 class SchemaVersionMismatch(Exception):

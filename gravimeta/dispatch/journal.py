@@ -67,6 +67,19 @@ DEFAULT_SETTLE_S = 30.0
 R = TypeVar("R", bound=Record)
 
 
+def store_failure(exc: errors.StoreUnavailable | errors.ScopeBusy) -> str:
+    """What failed in a store step that came after the engine call, without what the error's own message
+    concludes ("nothing was changed", "retry later"): after the engine call that is untrue."""
+    if isinstance(exc, errors.CommitOutcomeUnknown):
+        return (f"the connection to the metadata database failed during the commit of store operation "
+                f"{exc.operation}, and whether it committed could not be looked up")
+    if isinstance(exc, errors.ScopeBusy):
+        return "a row it needs stayed locked by another operation for longer than it could wait"
+    if isinstance(exc, errors.StoreUnavailable) and exc.operation is not None:  # looked up: not committed
+        return f"the metadata database failed during its commit; store operation {exc.operation} did not commit"
+    return "the metadata database failed"
+
+
 @dataclass
 class _FirstStep:
     """What the first store transaction of an operation did."""
@@ -138,11 +151,10 @@ class Reconciler:
             raise self._unknown(intent, op, f"This operation's claim on {path} was taken over after the engine "
                                             f"call, before its store step (FenceLostException)") from exc
         except (errors.StoreUnavailable, errors.ScopeBusy) as exc:  # the database failed, or a bounded row-lock
-            # wait ran out (ScopeBusy says "nothing was changed, retry"): the intent is still open and a repair
-            # may roll it forward. (The store step's own refusals, e.g. a rename overtaken by a different one,
-            # keep their answers: docs/consistency.md §3.1.)
+            # wait ran out: the intent is still open and a repair may roll it forward. (The store step's own
+            # refusals, e.g. a rename overtaken by a different one, keep their answers: docs/consistency.md §3.1.)
             raise self._unknown(intent, op, f"The store step of this {op.describe} failed after the engine "
-                                            f"call ({exc.message.rstrip('.')})") from exc
+                                            f"call ({store_failure(exc)})") from exc
         if already is not None and self._end(intent):
             # the store has the change but this intent was still open: ANOTHER operation made it (a repair
             # that rolled this intent forward would have ended it in the same transaction). The engine

@@ -213,7 +213,7 @@ class CommitCheck:
         if found is False:
             raise errors.StoreUnavailable(
                 f"The metadata database failed during the commit; nothing was changed (operation {op_id} did "
-                "not commit: checked)", detail=str(lost.orig)) from lost
+                "not commit: checked)", detail=str(lost.orig), operation=op_id) from lost
         raise errors.CommitOutcomeUnknown(
             f"The connection to the metadata database failed during the commit of operation {op_id}, and "
             "the database could not be asked since whether it committed: the outcome is unknown; look "

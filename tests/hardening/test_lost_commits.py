@@ -27,7 +27,9 @@ from dataclasses import dataclass
 import pytest
 from sqlalchemy.engine import make_url
 
+from connectors.base import CatalogContext
 from connectors.sqlite import ROOT_ENV
+from connectors.sqlite.connector import SQLiteCatalogConnector
 from gravimeta.app import create_app
 from gravimeta.config import Settings
 from tests.conftest import require_backend
@@ -99,6 +101,7 @@ class Write:
     statement: bytes
     send: Callable[[], object]
     seen: Callable[[], bool]
+    metalake: str = ""
 
 
 def name() -> str:
@@ -406,3 +409,83 @@ def test_the_commit_of_an_advisory_claim_is_checked_too(store, advisory_client, 
     response = lose(store, write, deliver=deliver)
     assert response.status_code == (200 if deliver else 503), response.get_json()
     assert write.seen() is deliver
+
+
+# ---------------------------------------------------------------------- journalled operations
+
+
+def sqlite_schema(client, tmp_path, monkeypatch) -> tuple[str, Callable[[], list[str]]]:
+    """A metalake with sqlite catalog c and schema s; (the tables path, what the engine's schema s has)."""
+    monkeypatch.setenv(ROOT_ENV, str(tmp_path))
+    m = name()
+    assert client.post("/api/metalakes", json={"name": m}).status_code == 200
+    properties = {"path": f"{m}.db"}
+    catalog = {"name": "c", "type": "relational", "provider": "sqlite", "properties": properties}
+    assert client.post(f"/api/metalakes/{m}/catalogs", json=catalog).status_code == 200
+    assert client.post(f"/api/metalakes/{m}/catalogs/c/schemas", json={"name": "s"}).status_code == 200
+    engine = SQLiteCatalogConnector(CatalogContext(m, "c", properties))
+    return f"/api/metalakes/{m}/catalogs/c/schemas/s/tables", lambda: engine.list_tables("s")
+
+
+def journalled_create(client, tmp_path, monkeypatch) -> tuple[Write, Callable[[], list[str]]]:
+    tables, engine_tables = sqlite_schema(client, tmp_path, monkeypatch)
+    body = {"name": "t", "columns": [{"name": "id", "type": "integer", "nullable": True}], "properties": {}}
+    return Write(b"", lambda: client.post(tables, json=body),
+                 lambda: client.get(f"{tables}/t").status_code == 200, tables.split("/")[3]), engine_tables
+
+
+def journalled_drop(client, tmp_path, monkeypatch) -> tuple[Write, Callable[[], list[str]]]:
+    tables, engine_tables = sqlite_schema(client, tmp_path, monkeypatch)
+    body = {"name": "t", "columns": [{"name": "id", "type": "integer", "nullable": True}], "properties": {}}
+    assert client.post(tables, json=body).status_code == 200
+    return Write(b"", lambda: client.delete(f"{tables}/t"),
+                 lambda: client.get(f"{tables}/t").status_code == 404, tables.split("/")[3]), engine_tables
+
+
+def journalled_rename(client, tmp_path, monkeypatch) -> tuple[Write, Callable[[], list[str]]]:
+    tables, engine_tables = sqlite_schema(client, tmp_path, monkeypatch)
+    body = {"name": "u", "columns": [{"name": "id", "type": "integer", "nullable": True}], "properties": {}}
+    assert client.post(tables, json=body).status_code == 200
+    rename = {"updates": [{"@type": "rename", "newName": "t"}]}
+    return Write(b"", lambda: client.put(f"{tables}/u", json=rename),
+                 lambda: client.get(f"{tables}/t").status_code == 200, tables.split("/")[3]), engine_tables
+
+
+#: (the operation, the statement of its store step); its intent's transaction inserts the journal row
+JOURNALLED = {"create": (journalled_create, b"INSERT INTO gm_table"),
+              "drop": (journalled_drop, b"DELETE FROM gm_table"),
+              "rename": (journalled_rename, b"UPDATE gm_table")}
+
+
+@pytest.mark.parametrize("mode", ["committed", "not-committed", "unreachable"])
+@pytest.mark.parametrize("step", ["intent", "store"])
+@pytest.mark.parametrize("kind", list(JOURNALLED))
+def test_a_journalled_operation_answers_truly_when_the_commit_of_either_of_its_transactions_is_lost(
+        store, client, tmp_path, monkeypatch, kind, step, mode):
+    """A table of a sqlite catalog (intent, engine call, store step): the COMMIT of the intent's record or
+    of the store step is lost. Whatever the answer, it is true of the store and the engine right after,
+    and a repair then leaves them agreeing with no intent open."""
+    make, store_statement = JOURNALLED[kind]
+    write, engine_tables = make(client, tmp_path, monkeypatch)
+    write.statement = b"INSERT INTO gm_operation_journal" if step == "intent" else store_statement
+    response = lose(store, write, deliver=mode != "not-committed", then_cut=mode == "unreachable")
+    store.proxy.restore()
+    status, body = response.status_code, response.get_json()
+    done_in_engine = ("t" in engine_tables()) is (kind != "drop")
+    if status == 200:
+        assert write.seen() and done_in_engine, body
+    elif status == 503:
+        assert NOTHING_CHANGED in body["message"], body
+        assert not write.seen() and not done_in_engine, body
+    else:
+        assert status == 502 and "outcome" in body["message"] and NOTHING_CHANGED not in body["message"], body
+        if step == "store":  # the engine call was made: the journal's answer, naming the intent
+            assert "pending operation" in body["message"], body
+    expected = {("intent", "committed"): 200, ("intent", "not-committed"): 503, ("intent", "unreachable"): 502,
+                ("store", "committed"): 200, ("store", "not-committed"): 502, ("store", "unreachable"): 502}
+    assert status == expected[step, mode], body
+    reconciler = client.application.extensions["gravimeta"].reconciler
+    metalake = f"/{write.metalake}"
+    reconciler.repairer.repair_pending(0, scopes={i.scope_path for i in reconciler.journal.pending(metalake)})
+    assert reconciler.journal.pending(metalake) == []
+    assert write.seen() is (("t" in engine_tables()) is (kind != "drop")), "the repair left store and engine apart"

@@ -14,7 +14,7 @@ from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError
 
 from gravimeta import errors
 from gravimeta.api.errors import register_error_handlers
-from gravimeta.dispatch import repair
+from gravimeta.dispatch import journal, repair
 from gravimeta.store import EntityStore
 from gravimeta.store.commit_check import CommitCheck, indefinite
 
@@ -122,3 +122,19 @@ def test_the_api_answers_a_failed_store_with_503_and_retry_after():
 
 def test_a_check_on_sqlite_is_off():
     assert not CommitCheck(create_engine("sqlite://")).enabled
+
+
+@pytest.mark.parametrize("failure", [
+    errors.StoreUnavailable("The metadata database failed; nothing was changed"),
+    errors.StoreUnavailable("The metadata database failed during the commit; nothing was changed (operation "
+                            + "g" * 32 + " did not commit: checked)", operation="g" * 32),
+    errors.CommitOutcomeUnknown("the outcome of operation " + "h" * 32 + " is unknown", "h" * 32),
+    errors.ScopeBusy("A row this change needs stayed locked ...; nothing was changed, retry later"),
+])
+def test_a_journalled_store_step_that_failed_after_the_engine_call_does_not_say_nothing_was_changed(failure):
+    """The store step's failure is quoted in the journal's 502 'pending operation N' answer; the engine
+    has the change by then, so the error's own conclusion ("nothing was changed, retry") must not be."""
+    why = journal.store_failure(failure)
+    assert "nothing was changed" not in why and "retry" not in why
+    operation = getattr(failure, "operation", None)
+    assert operation is None or operation in why
