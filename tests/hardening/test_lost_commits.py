@@ -182,11 +182,14 @@ def catalog_disable(client) -> Write:
                  lambda: client.get(catalog).get_json()["catalog"]["properties"]["in-use"] == "false")
 
 
+def deletion(client, statement: bytes, path: str, query: str = "") -> Write:
+    """The DELETE of `path`; seen once it is gone."""
+    return Write(statement, lambda: client.delete(path + query), lambda: client.get(path).status_code == 404)
+
+
 def catalog_drop(client) -> Write:
-    m = metalake_with_schema(client)
-    catalog = f"/api/metalakes/{m}/catalogs/c"
-    return Write(b"DELETE FROM gm_catalog", lambda: client.delete(f"{catalog}?force=true"),
-                 lambda: client.get(catalog).status_code == 404)
+    return deletion(client, b"DELETE FROM gm_catalog", f"/api/metalakes/{metalake_with_schema(client)}/catalogs/c",
+                    "?force=true")
 
 
 def metalake_disable(client) -> Write:
@@ -196,9 +199,7 @@ def metalake_disable(client) -> Write:
 
 
 def metalake_drop(client) -> Write:
-    m = metalake_with_schema(client)
-    return Write(b"DELETE FROM gm_metalake", lambda: client.delete(f"/api/metalakes/{m}?force=true"),
-                 lambda: client.get(f"/api/metalakes/{m}").status_code == 404)
+    return deletion(client, b"DELETE FROM gm_metalake", f"/api/metalakes/{metalake_with_schema(client)}", "?force=true")
 
 
 def schema_create(client) -> Write:
@@ -209,10 +210,8 @@ def schema_create(client) -> Write:
 
 
 def schema_drop(client) -> Write:
-    m = metalake_with_schema(client)
-    schema = f"/api/metalakes/{m}/catalogs/c/schemas/s"
-    return Write(b"DELETE FROM gm_schema", lambda: client.delete(f"{schema}?cascade=true"),
-                 lambda: client.get(schema).status_code == 404)
+    return deletion(client, b"DELETE FROM gm_schema",
+                    f"/api/metalakes/{metalake_with_schema(client)}/catalogs/c/schemas/s", "?cascade=true")
 
 
 def table_alter(client) -> Write:
@@ -223,30 +222,36 @@ def table_alter(client) -> Write:
 
 
 def table_drop(client) -> Write:
-    table = memory_table(client)
-    return Write(b"DELETE FROM gm_table", lambda: client.delete(table),
-                 lambda: client.get(table).status_code == 404)
+    return deletion(client, b"DELETE FROM gm_table", memory_table(client))
+
+
+def added(client, collection: str) -> str:
+    """A new item (a tag, a user) added to `collection` by its name alone; its name."""
+    item = name()
+    assert client.post(collection, json={"name": item}).status_code == 200
+    return item
 
 
 def tag_alter(client) -> Write:
-    m, tag, value = metalake(client), name(), name()
-    assert client.post(f"/api/metalakes/{m}/tags", json={"name": tag}).status_code == 200
+    m, value = metalake(client), name()
+    tag = added(client, f"/api/metalakes/{m}/tags")
     update = {"updates": [{"@type": "setProperty", "property": "k", "value": value}]}
     return Write(b"UPDATE gm_tag", lambda: client.put(f"/api/metalakes/{m}/tags/{tag}", json=update),
                  lambda: client.get(f"/api/metalakes/{m}/tags/{tag}").get_json()["tag"]["properties"].get("k") == value)
 
 
+def removal(client, collection: str, statement: bytes) -> Write:
+    """Add an item named by its name alone to `collection`; the Write that deletes it."""
+    return deletion(client, statement, f"{collection}/{added(client, collection)}")
+
+
 def tag_delete(client) -> Write:
-    m, tag = metalake(client), name()
-    assert client.post(f"/api/metalakes/{m}/tags", json={"name": tag}).status_code == 200
-    return Write(b"DELETE FROM gm_tag", lambda: client.delete(f"/api/metalakes/{m}/tags/{tag}"),
-                 lambda: client.get(f"/api/metalakes/{m}/tags/{tag}").status_code == 404)
+    return removal(client, f"/api/metalakes/{metalake(client)}/tags", b"DELETE FROM gm_tag")
 
 
 def tag_associate(client) -> Write:
-    m, tag = metalake_with_schema(client), name()
-    assert client.post(f"/api/metalakes/{m}/tags", json={"name": tag}).status_code == 200
-    tags = f"/api/metalakes/{m}/objects/catalog/c/tags"
+    m = metalake_with_schema(client)
+    tag, tags = added(client, f"/api/metalakes/{m}/tags"), f"/api/metalakes/{m}/objects/catalog/c/tags"
     return Write(b"INSERT INTO gm_tag_relation", lambda: client.post(tags, json={"tagsToAdd": [tag]}),
                  lambda: tag in client.get(tags).get_json()["names"])
 
@@ -258,16 +263,12 @@ def user_add(client) -> Write:
 
 
 def group_remove(client) -> Write:
-    m, group = metalake(client), name()
-    assert client.post(f"/api/metalakes/{m}/groups", json={"name": group}).status_code == 200
-    return Write(b"DELETE FROM gm_principal", lambda: client.delete(f"/api/metalakes/{m}/groups/{group}"),
-                 lambda: client.get(f"/api/metalakes/{m}/groups/{group}").status_code == 404)
+    return removal(client, f"/api/metalakes/{metalake(client)}/groups", b"DELETE FROM gm_principal")
 
 
 def owner_set(client) -> Write:
-    m, user = metalake_with_schema(client), name()
-    assert client.post(f"/api/metalakes/{m}/users", json={"name": user}).status_code == 200
-    owner = f"/api/metalakes/{m}/owners/catalog/c"
+    m = metalake_with_schema(client)
+    user, owner = added(client, f"/api/metalakes/{m}/users"), f"/api/metalakes/{m}/owners/catalog/c"
     return Write(b"gm_owner", lambda: client.put(owner, json={"name": user, "type": "USER"}),
                  lambda: (client.get(owner).get_json()["owner"] or {}).get("name") == user)
 
