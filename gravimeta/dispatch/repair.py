@@ -37,6 +37,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from functools import partial
 
+from connectors import door_guard
 from connectors.base import Connector
 from connectors.fencing import related
 from gravimeta import errors, failpoints
@@ -75,7 +76,13 @@ class Repairer:
     def repair_pending(self, settle_s: float | None = None, scopes: Iterable[str] | None = None) -> Counter[str]:
         """Repair every open intent, each under a claim on its own scope (`gravimeta repair`); with
         `scopes`, only the intents recorded under those scope paths (the background repair's choice). A
-        busy scope is deferred; a scope whose repair fails is counted and the others still run."""
+        busy scope is deferred; a scope whose repair fails is counted and the others still run. The
+        engine door's guard is on throughout (connectors/door_guard.py), as in a request: the background
+        repair's thread and the operator's command change engines only through the door too."""
+        with door_guard.serving():
+            return self._repair_pending(settle_s, scopes)
+
+    def _repair_pending(self, settle_s: float | None, scopes: Iterable[str] | None) -> Counter[str]:
         settle_ms = self.settle_ms if settle_s is None else int(settle_s * 1000)
         outcomes: Counter[str] = Counter()
         paths = {i.scope_path for i in self.journal.pending()} if scopes is None else set(scopes)

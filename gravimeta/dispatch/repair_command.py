@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
 
+from connectors import door_guard
 from connectors.sqlite.paths import ROOT_ENV, catalog_root
 from gravimeta import errors
 from gravimeta.dispatch.intent_resolution import IntentResolver
@@ -47,12 +48,14 @@ def print_preview(previews: list[IntentPreview], echo: Callable[[str], object]) 
 
 def resolve(services: Services, intent_id: int, outcome: str, echo: Callable[[str], object]) -> bool:
     """`--resolve ID applied|not-applied` and `--discard ID` (intent_resolution.py); whether it was done
-    (a refusal is printed with what to do instead)."""
+    (a refusal is printed with what to do instead). The engine door's guard is on, as in a request
+    (connectors/door_guard.py): a not-applied resolution raises its barrier through the door."""
     reconciler = services.reconciler
     resolver = IntentResolver(services.store, services.coordinator, services.connectors, reconciler.journal,
                               reconciler.repairer)
     try:
-        echo(resolver.resolve(intent_id, outcome))
+        with door_guard.serving():
+            echo(resolver.resolve(intent_id, outcome))
     except errors.GravitinoError as exc:
         echo(f"error: {exc.message}")
         return False
