@@ -19,6 +19,7 @@ from gravimeta.dispatch.retirement import retire
 from gravimeta.entities import Catalog, Metalake, NameIdentifier
 from gravimeta.store import EntityStore
 from gravimeta.store.catalog_locations import catalogs_of_provider
+from gravimeta.store.database import disabled_for_test
 from gravimeta.store.journal import OperationJournal
 
 SUPPORTED_TYPES = ("relational",)
@@ -80,11 +81,46 @@ class CatalogDispatcher:
         if any(is_rename(c) for c in changes):
             with self.coordinator.structural(NameIdentifier.of(metalake), LockType.WRITE), guard, \
                     self.journal.following_rename(f"/{metalake}/{name}", f"/{metalake}/{candidate.name}", (metalake, name)):
+                self._retire_if_moved(metalake, name, changes)
                 _, after = self.store.update_catalog(metalake, name, mutate, user)
                 self.connectors.forget(metalake, name)
                 return after
+        if (upserts or deletes) and self._moves_engine(current, candidate):
+            with self.coordinator.structural(NameIdentifier.of(metalake), LockType.WRITE), guard:
+                self._retire_if_moved(metalake, name, changes)
+                return self.store.update_catalog(metalake, name, mutate, user)[1]
         with self.coordinator.local(NameIdentifier.of(metalake, name), LockType.WRITE), guard:
             return self.store.update_catalog(metalake, name, mutate, user)[1]
+
+    def _moves_engine(self, before: Catalog, after: Catalog) -> bool:
+        """Whether a property change moves the catalog to another engine: one that shares no location
+        with its engine so far (Connector.engine_locations). Not when either cannot say where it is."""
+        if self.connectors.is_local(before) or disabled_for_test("retire_moved"):  # TEST-ONLY switch
+            return False
+        was, will = (self._locations(catalog) for catalog in (before, after))
+        return bool(was) and bool(will) and was.isdisjoint(will)
+
+    def _locations(self, catalog: Catalog) -> frozenset[str]:
+        try:
+            connector = self.connectors.registry.get(catalog.provider)(
+                CatalogContext(catalog.metalake, catalog.name, dict(catalog.properties)))
+        except errors.GravitinoError:
+            return frozenset()  # properties that no longer make a connector here: nothing to compare
+        try:
+            return connector.engine_locations()
+        finally:
+            connector.close()
+
+    def _retire_if_moved(self, metalake: str, name: str, changes: Changes) -> None:
+        """Under the metalake's claim (its token is above every one granted under the catalog), before
+        the store takes a change that moves the catalog to another engine: retire the catalog's key in the
+        engine it leaves, as a drop does (retirement.py). The catalog's calls never go there again, so
+        without it a call still in flight there could land at any later time, after another catalog on
+        that engine imported the object it changes."""
+        current = self.store.get_catalog(metalake, name)  # again, under the claim
+        if self._moves_engine(current, apply_catalog_changes(replace(current, properties=dict(current.properties)),
+                                                             list(changes))):
+            retire(self.store, self.connectors, current)
 
     def set_in_use(self, metalake: str, name: str, in_use: bool, user: str) -> None:
         """Enable or disable; setting the state the catalog already has writes nothing (Gravitino's

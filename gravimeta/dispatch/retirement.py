@@ -10,7 +10,10 @@ store has just been given.
 So a drop retires the catalog's key first: under the drop's claim (the metalake's, or the root's for a
 metalake drop), whose token is above every token granted under the catalog before, the engine is made to
 see that token on the catalog's key (engine_door.barrier), and refuses every earlier call below it from
-then on.
+then on. A change of the catalog's properties that moves it to another engine (a hive catalog's
+metastore.uris naming one that shares no location with the old: dispatch/catalogs.py) leaves the old
+engine alike, its key never seen there again, so it retires the key there the same way, under the same
+claim.
 
 An engine that cannot be reached at that moment is not told then, but the drop still goes on (a catalog
 whose metastore is gone for good must stay droppable): the retirement is recorded in the store
@@ -58,13 +61,19 @@ DELIVERY_TIMEOUT_S = 5.0
 
 def retire(store: EntityStore, connectors: ConnectorCache, catalog: Catalog) -> bool:
     """Make the catalog's engine refuse every call made under the catalog so far (call under the drop's
-    claim, before the store drop). Whether the engine was told now (False: the provider keeps no state
-    outside the process or checks no fences, the lock is off, or the engine could not be reached and the
+    claim, before the store drop; or the move's, before the store takes the new properties). Whether the
+    engine was told now (False: the provider keeps no state outside the process or checks no fences, the
+    lock is off, its properties make no connector here, or the engine could not be reached and the
     retirement was recorded for later delivery)."""
     assert catalog.id is not None, "a stored catalog has an id"
     # a connector of its own, not the cache's: the cache would first deliver other pending retirements
-    connector = connectors.registry.get(catalog.provider)(
-        CatalogContext(catalog.metalake, catalog.name, dict(catalog.properties)))
+    try:
+        connector = connectors.registry.get(catalog.provider)(
+            CatalogContext(catalog.metalake, catalog.name, dict(catalog.properties)))
+    except errors.GravitinoError as exc:  # e.g. an endpoint the metastore allow-list no longer lets it reach
+        log.warning("catalog %s.%s: its engine was not told (its properties make no connector here: %s)",
+                    catalog.metalake, catalog.name, exc.message)
+        return False
     if connector.process_local or not engine_door.can_fence(connector) or disabled_for_test("retire"):
         return False  # (TEST-ONLY switch: shows that tests/engine/test_engine_identity_races.py needs it)
     key = catalog_key(catalog.id, catalog.audit.create_time)
@@ -94,7 +103,7 @@ class PendingRetirements:
         self.store, self.registry = store, registry
 
     def deliver_for(self, connector: Connector) -> None:
-        """Deliver every pending retirement of this connector's engine location; EngineUnreachable when
+        """Deliver every pending retirement of this connector's engine; EngineUnreachable when
         one cannot be delivered (the connector must not be used for changes or imports until it is)."""
         if connector.process_local or disabled_for_test("retire_delivery"):  # TEST-ONLY switch
             return
@@ -107,22 +116,18 @@ class PendingRetirements:
                 old: Connector | None = self.registry.get(data["provider"])(
                     CatalogContext("", data.get("catalog", ""), data["properties"]))
             except errors.GravitinoError:
-                old = None  # its properties no longer make a connector here (an endpoint no longer allowed)
+                old = None  # its properties no longer make one here (an endpoint the allow-list no longer has)
             try:
                 if not shared(data, old, locations):
                     continue
-                if old is None:
-                    raise errors.EngineUnreachable(
-                        f"The engine at {where} has not yet been told that catalog {data.get('catalog')} was dropped, "
-                        "and its recorded properties no longer make a connector here; nothing was done")
                 fence = Fence(name[len(PREFIX):], int(data["token"]), True, time.monotonic() + DELIVERY_TIMEOUT_S)
-                try:
-                    engine_door.deliver_retirement(old, fence)
+                try:  # through the new catalog's connector when the old one cannot be made: one engine
+                    engine_door.deliver_retirement(connector if old is None else old, fence)
                 except errors.StaleFence:
                     pass  # the engine has seen a higher token on that key already: retired all the same
                 except errors.GravitinoError as exc:
                     raise errors.EngineUnreachable(
-                        f"The engine at {where} has not yet been told that catalog {data.get('catalog')} was dropped "
+                        f"The engine at {where} has not yet been told that catalog {data.get('catalog')} left it "
                         f"({exc.message.rstrip('.')}); nothing was done. Retry once it answers") from exc
             finally:
                 if old is not None:

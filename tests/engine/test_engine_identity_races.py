@@ -204,3 +204,34 @@ def test_a_missed_retirement_reaches_the_metastore_however_the_namesake_spells_i
     its text, nothing was delivered, the drop landed, and the store kept a table the engine had lost."""
     stub.fault("fail", count=1, mode="500", ops=["fence"])  # the drop's barrier
     recreate_under_a_held_drop(cluster, stub, uris=SPELLINGS[spelling](stub))
+
+
+@pytest.mark.parametrize("retirement", ["told", "missed"])
+def test_a_drop_in_flight_on_a_metastore_its_catalog_moved_off_cannot_touch_the_next_catalog_there(
+        cluster, stub, tmp_path, retirement):
+    """A's drop of h.s.t is held in metastore 1; B moves catalog h to metastore 2 (metastore.uris), creates
+    catalog h2 on metastore 1, and h2's load imports s.t from it; then the held drop is released. h's key
+    is never seen on metastore 1 again, as if h had been dropped, so the move retires it there first
+    (`missed`: metastore 1 refuses that barrier, and h2's first use delivers it). Before, a move retired
+    nothing: the held drop landed, and h2's store kept a table metastore 1 had lost."""
+    from tests.connectors.stub_process import StubProcess
+
+    other = StubProcess(tmp_path / "hive-stub-2").start()
+    try:
+        a, b = (Api(replica) for replica in cluster.replicas("a", "b"))
+        properties = hive_catalog_with_table(b, stub)
+        try:
+            status, body = hold_drop(stub, lambda: a.drop_table(T, c=H))
+            assert status == 502, (status, body)
+            if retirement == "missed":
+                stub.fault("fail", count=1, mode="500", ops=["fence"])
+            ok(b.r.request("PUT", path_of("m", H), {"updates": [
+                {"@type": "setProperty", "property": "metastore.uris", "value": other.uri}]}))
+            ok(b.catalog("hive", properties, c="h2"))  # metastore 1, where s.t still is
+            assert ok(b.r.request("GET", path_of("m", "h2", S, T)))["table"]["name"] == T
+        finally:
+            release(stub)
+        ok(b.table("v", c="h2"))
+        assert_agree(cluster, b, stub, "h2", [T, "v"])
+    finally:
+        other.stop()

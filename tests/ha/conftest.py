@@ -40,6 +40,10 @@ GRAVIMETA_HA_DISABLE (test-only) may name one mechanism:
                     test_engine_identity_races.py, the dropped catalog's namesake)
   retire_delivery   a retirement recorded at a drop the engine missed is never delivered
                     (dispatch/retirement.py; test_engine_identity_races.py, the missed retirement)
+  retire_moved      a change of a catalog's properties that moves it to another engine does not retire its
+                    key in the engine it leaves (dispatch/catalogs.py; test_engine_identity_races.py, the
+                    moved catalog: a drop held in the old metastore lands after the next catalog there
+                    imported the table)
   endpoint_addresses  a hive catalog's engine locations are its metastore endpoints as written, not also
                     by the addresses they resolve to (connectors/hive.py endpoint_places, read from the
                     environment there; test_engine_identity_races.py, a namesake that spells the
@@ -82,9 +86,9 @@ GRAVIMETA_HA_DISABLE (test-only) may name one mechanism:
                     test_spent_grant.py: its fence guard answers FENCELOST)
 The switches read by the server itself (no_snapshot, no_row_lock, advisory_queue, no_owner_lock,
 tag_object_lock, statistics_row_lock, engine_fence, identity_keys, import_barrier, retire, retire_delivery,
-request_buffering, response_buffering, commit_session_end, no_access_recheck, access_cache, no_role_lock,
-root_fence, dropped_schema, node_revision_fallback, durable_fence, repair_preview, fresh_grant) go through
-gravimeta.store.database.disabled_for_test and are marked TEST-ONLY where they act.
+retire_moved, request_buffering, response_buffering, commit_session_end, no_access_recheck, access_cache,
+no_role_lock, root_fence, dropped_schema, node_revision_fallback, durable_fence, repair_preview, fresh_grant)
+go through gravimeta.store.database.disabled_for_test and are marked TEST-ONLY where they act.
 """
 
 from __future__ import annotations
