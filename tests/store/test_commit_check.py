@@ -13,10 +13,12 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import Connection, Engine, create_engine, text
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
 
+from gravimeta import errors
 from gravimeta.entities import Metalake
 from gravimeta.store import EntityStore
 from gravimeta.store.commit_check import CommitCheck
@@ -116,3 +118,51 @@ def test_sqlite_writes_no_marker(sqlite_url):
             assert conn.scalar(text("SELECT count(*) FROM gm_write_marker")) == 0
     finally:
         engine.dispose()
+
+
+
+@pytest.mark.parametrize("when", ["before-commit", "in-transaction"])
+def test_a_session_ended_by_the_server_answers_nothing_was_changed_and_is_checked_only_at_commit(engine, when):
+    """The server ends the write's session. Before its COMMIT is sent (after the marker): the COMMIT fails
+    on the client's side (MariaDB 2013 'Lost connection during query' or 2006 'server has gone away',
+    PostgreSQL a closed connection or 57P01), which a COMMIT whose reply was lost also raises, so it is
+    checked: marker absent, session gone, 503 'did not commit: checked'. Inside the transaction (a
+    statement fails the same way before any COMMIT): definite, 503 'nothing was changed' without a check."""
+    store = EntityStore(engine)
+    store.commits.timeout_s = 2
+    admin = create_engine(engine.url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
+    end = "SELECT pg_terminate_backend(:sid)" if engine.dialect.name == "postgresql" else "KILL CONNECTION :sid"
+    checked: list[BaseException | None] = []
+    settle = store.commits.settle
+
+    def settle_and_note(op_id: str, session_id: int | None, lost: DBAPIError) -> None:
+        checked.append(lost.orig)
+        settle(op_id, session_id, lost)
+
+    store.commits.settle = settle_and_note  # type: ignore[method-assign]
+
+    def kill(session: Session) -> None:
+        with admin.connect() as conn:
+            conn.execute(text(end), {"sid": session_id(session.connection())})
+
+    def work(session: Session) -> None:
+        session.execute(text("INSERT INTO gm_server_setting (name, value, updated_at) "
+                             "VALUES (:n, 'v', CURRENT_TIMESTAMP)"), {"n": name})
+        if when == "before-commit":
+            event.listen(session, "before_commit", kill)  # after the marker, before COMMIT is sent
+        else:
+            kill(session)
+
+    name = uuid.uuid4().hex
+    try:
+        with pytest.raises(errors.StoreUnavailable) as raised:
+            store.write(work)
+    finally:
+        admin.dispose()
+    assert type(raised.value) is errors.StoreUnavailable and "nothing was changed" in raised.value.message
+    if when == "before-commit":
+        assert checked and "did not commit: checked" in raised.value.message, raised.value.message
+    else:
+        assert not checked, "a failure before COMMIT is definite: nothing to look up"
+    with engine.connect() as conn:
+        assert conn.scalar(text("SELECT count(*) FROM gm_server_setting WHERE name = :n"), {"n": name}) == 0
