@@ -43,6 +43,7 @@ from gravimeta.concurrency import metrics
 from gravimeta.concurrency.db_clock import db_now
 from gravimeta.concurrency.tables import scope_lease
 from gravimeta.store import guard, lock_waits
+from gravimeta.store.commit_check import lost_answer
 from gravimeta.store.guard import WriteGuard
 
 if TYPE_CHECKING:
@@ -194,18 +195,27 @@ class LeaseClaim:
             self.backend._untrack(self)
 
     def release(self) -> None:
-        """Delete the claim row if it is still ours. Never raises: an unreleased row simply expires."""
+        """Delete the claim row if it is still ours. Never raises: an unreleased row simply expires. A
+        release whose connection failed (its COMMIT may not have reached the server, and nobody renews
+        the row any more) is sent once more on a new connection (not after a failure to connect): it deletes only this claim's row, so
+        sending it twice is harmless, and without it the scope would stay busy until the lease expired."""
         if self.released:
             return
         self.released = True
         self.backend._untrack(self)
-        try:
-            with self.backend.engine.begin() as conn:
-                self.backend._async_commit(conn)
-                conn.execute(lock_waits.bounded(delete(scope_lease).where(
-                    scope_lease.c.scope_path == self.path,
-                    scope_lease.c.holder_id == self.holder,
-                    scope_lease.c.fence == self.fence,
-                ), self.backend.dialect, lock_waits.BACKGROUND_WAIT_S))
-        except Exception:  # the caller's own outcome matters more; the lease expires after its TTL
-            log.exception("could not release the claim on %s; it will expire", self.path)
+        for attempt in (1, 2):
+            try:
+                with self.backend.engine.begin() as conn:
+                    self.backend._async_commit(conn)
+                    conn.execute(lock_waits.bounded(delete(scope_lease).where(
+                        scope_lease.c.scope_path == self.path,
+                        scope_lease.c.holder_id == self.holder,
+                        scope_lease.c.fence == self.fence,
+                    ), self.backend.dialect, lock_waits.BACKGROUND_WAIT_S))
+                return
+            except Exception as exc:  # the caller's own outcome matters more; the lease expires after its TTL
+                if attempt == 1 and lost_answer(exc):
+                    log.info("the release of the claim on %s lost its connection; sending it again", self.path)
+                    continue
+                log.exception("could not release the claim on %s; it will expire", self.path)
+                return

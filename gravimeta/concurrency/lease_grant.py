@@ -63,6 +63,7 @@ from gravimeta.concurrency.db_clock import db_now, db_now_plus
 from gravimeta.concurrency.lease_claim import UNSAFE_NAIVE_CLAIM
 from gravimeta.concurrency.tables import claim_anchor, scope_lease
 from gravimeta.store import lock_waits
+from gravimeta.store.commit_check import lost_answer
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +118,25 @@ class ClaimTransaction:
         except DBAPIError as exc:
             if lock_waits.timed_out(exc):  # a row stayed locked until the deadline: busy, like a live claim
                 return None
+            if lost_answer(exc):
+                self._withdraw_attempt(path, holder)
             raise
+
+    def _withdraw_attempt(self, path: str, holder: str) -> None:
+        """The connection of an attempt failed before its answer came: on PostgreSQL and MariaDB the
+        attempt is one call that commits by itself, so it may have been granted, and nobody would renew
+        or release that row: its scope would stay busy until the lease expired. Delete it, in a
+        transaction of its own, by this attempt's holder id (unique per claim_path call, so it matches
+        no other claim; the fence never left this process). Best effort: the database may be away, or
+        the call may still commit after this looked; the row then expires after its TTL."""
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(lock_waits.bounded(delete(scope_lease).where(
+                    scope_lease.c.scope_path == path, scope_lease.c.holder_id == holder,
+                ), self.dialect, lock_waits.BACKGROUND_WAIT_S))
+        except DBAPIError as exc:
+            log.warning("the claim attempt on %s lost its answer and its row could not be deleted (it expires "
+                        "after its TTL): %s", path, exc.orig)
 
     def _try_claim_in_statements(self, path: str, holder: str, anchors: list[str], deadline: float) -> int | None:
         try:

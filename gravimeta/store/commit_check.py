@@ -122,6 +122,14 @@ def indefinite(exc: DBAPIError) -> bool:
     return True  # an error of unknown shape: looking is always safe
 
 
+def lost_answer(exc: BaseException) -> bool:
+    """Whether a statement or a COMMIT on an established connection failed before its answer came, so
+    that it may have taken effect: indefinite, and not a failure to connect (whose error names no
+    statement and invalidated no connection), after which a new connection is not worth trying at once."""
+    return (isinstance(exc, DBAPIError) and (exc.statement is not None or exc.connection_invalidated)
+            and indefinite(exc))
+
+
 class CommitCheck:
     """Checked COMMITs of the store's write transactions on one engine (module docstring)."""
 

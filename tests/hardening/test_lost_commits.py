@@ -490,3 +490,52 @@ def test_a_journalled_operation_answers_truly_when_the_commit_of_either_of_its_t
     reconciler.repairer.repair_pending(0, scopes={i.scope_path for i in reconciler.journal.pending(metalake)})
     assert reconciler.journal.pending(metalake) == []
     assert write.seen() is (("t" in engine_tables()) is (kind != "drop")), "the repair left store and engine apart"
+
+
+# ---------------------------------------------------------------------- the claim's own transactions
+
+
+@pytest.fixture
+def lease_client(store):
+    """Lease claims (LEASE_TABLE) with the default TTL (15 s) and a claim timeout well below it."""
+    settings = Settings(store_url=store.url, distributed_lock_enabled=True, distributed_lock_backend="LEASE_TABLE",
+                        claim_timeout_ms=2000)
+    for test_client in _client(settings, store):
+        yield test_client
+        test_client.application.extensions["gravimeta"].coordinator.runtime.heartbeat.stop()
+
+
+def test_a_claim_whose_grant_reply_is_lost_answers_503_and_does_not_hold_its_scope_until_the_lease_expires(
+        store, lease_client):
+    """The grant is one call that commits by itself (PostgreSQL's function gm_claim_scope, MariaDB's
+    procedure): its reply lost, the claim row may be there, and nobody renews it. The request answers
+    503 (nothing was done: the operation never ran), and the attempt's row is deleted by its own holder
+    id, so the retry is granted at once. Before: the scope stayed busy until the lease expired (15 s),
+    and the retry answered 503 ScopeBusy after its 2 s claim timeout."""
+    m = metalake(lease_client)
+    catalog = {"name": "c", "type": "relational", "provider": "memory", "properties": {}}
+    cut = store.proxy.lose_reply(b"gm_claim_scope")
+    response = lease_client.post(f"/api/metalakes/{m}/catalogs", json=catalog)
+    assert cut.is_set(), "the proxy never saw the claim's call"
+    assert response.status_code == 503 and response.get_json()["type"] == "RuntimeException", response.get_json()
+    assert lease_client.get(f"/api/metalakes/{m}/catalogs/c").status_code == 404
+    retry = lease_client.post(f"/api/metalakes/{m}/catalogs", json=catalog)
+    assert retry.status_code == 200, retry.get_json()
+
+
+def test_a_release_whose_commit_is_lost_does_not_hold_the_scope_until_the_lease_expires(store, lease_client):
+    """A catalog create ends with the release of its claim (DELETE of the claim row, a transaction of its
+    own after the store write). Its COMMIT lost before the server: the request's answer stands (200, the
+    catalog is there), and the release is sent again on a new connection, so the next claim on the scope
+    is granted at once. Before: the row stayed until the lease expired (15 s), and the next operation on
+    the metalake answered 503 ScopeBusy after its 2 s claim timeout."""
+    m = metalake(lease_client)
+    catalogs = f"/api/metalakes/{m}/catalogs"
+    cut = store.proxy.lose_commit(b"DELETE FROM gm_scope_lease", deliver=False)
+    response = lease_client.post(catalogs, json={"name": "c", "type": "relational", "provider": "memory",
+                                                 "properties": {}})
+    assert cut.is_set(), "the proxy never saw the release's COMMIT"
+    assert response.status_code == 200, response.get_json()
+    following = lease_client.post(catalogs, json={"name": "c2", "type": "relational", "provider": "memory",
+                                                  "properties": {}})
+    assert following.status_code == 200, following.get_json()

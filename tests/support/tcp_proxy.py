@@ -59,6 +59,15 @@ class TcpProxy:
         self._commit_loss = loss
         return loss.done
 
+    def lose_reply(self, statement: bytes, then_cut: bool = False) -> threading.Event:
+        """Arm the cut of the connection that next sends `statement` (bytes of its text): the statement
+        reaches the server, and the connection is reset once the server's answer reaches the proxy. For a
+        statement that commits by itself (autocommit, a procedure that commits), as lose_commit does for
+        a COMMIT."""
+        loss = _CommitLoss(statement, True, then_cut, at=statement)
+        self._commit_loss = loss
+        return loss.done
+
     def disarm(self) -> None:
         """Forget a lose_commit() that has not fired yet."""
         self._commit_loss = None
@@ -129,7 +138,7 @@ class TcpProxy:
             while data := await reader.read(65536):
                 loss = self._commit_loss
                 if loss is not None and not loss.fired:
-                    if b"COMMIT" in data and loss.after in link.sent_since_commit + data:
+                    if loss.at in data and loss.after in link.sent_since_commit + data:
                         loss.fired = True
                         if not loss.deliver:
                             await self._lose(link, loss)
@@ -168,8 +177,8 @@ class TcpProxy:
 
 
 class _CommitLoss:
-    def __init__(self, after: bytes, deliver: bool, then_cut: bool):
-        self.after, self.deliver, self.then_cut = after, deliver, then_cut
+    def __init__(self, after: bytes, deliver: bool, then_cut: bool, at: bytes = b"COMMIT"):
+        self.after, self.deliver, self.then_cut, self.at = after, deliver, then_cut, at
         self.fired = False
         self.done = threading.Event()
 

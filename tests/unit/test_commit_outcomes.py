@@ -16,7 +16,7 @@ from gravimeta import errors
 from gravimeta.api.errors import register_error_handlers
 from gravimeta.dispatch import journal, repair
 from gravimeta.store import EntityStore
-from gravimeta.store.commit_check import CommitCheck, indefinite
+from gravimeta.store.commit_check import CommitCheck, indefinite, lost_answer
 
 LOST = OperationalError("COMMIT", {}, psycopg.OperationalError("consuming input failed: server closed the connection"),
                         connection_invalidated=True)
@@ -27,6 +27,8 @@ LOST = OperationalError("COMMIT", {}, psycopg.OperationalError("consuming input 
     (OperationalError("COMMIT", {}, psycopg.OperationalError("the connection is lost")), True),  # no SQLSTATE
     (OperationalError("COMMIT", {}, psycopg.errors.AdminShutdown("terminating connection")), True),
     (OperationalError("COMMIT", {}, pymysql.err.OperationalError(2013, "Lost connection during query")), True),
+    # 2006 'gone away' at COMMIT: the bytes most likely never left, but looking is always safe
+    (OperationalError("COMMIT", {}, pymysql.err.OperationalError(2006, "MySQL server has gone away")), True),
     (OperationalError("COMMIT", {}, pymysql.err.OperationalError(4031, "disconnected: inactivity")), True),
     (InterfaceError("COMMIT", {}, pymysql.err.InterfaceError(0, "")), True),
     (OperationalError("COMMIT", {}, Exception("a driver error of unknown shape")), True),
@@ -138,3 +140,16 @@ def test_a_journalled_store_step_that_failed_after_the_engine_call_does_not_say_
     assert "nothing was changed" not in why and "retry" not in why
     operation = getattr(failure, "operation", None)
     assert operation is None or operation in why
+
+
+@pytest.mark.parametrize(("error", "lost"), [
+    (LOST, True),  # a COMMIT (no statement named) whose connection died: invalidated
+    (OperationalError("SELECT gm_claim_scope(...)", {}, pymysql.err.OperationalError(2013, "Lost connection")), True),
+    (OperationalError(None, None, psycopg.OperationalError("connection refused")), False),  # never connected
+    (OperationalError(None, None, pymysql.err.OperationalError(2003, "Can't connect")), False),
+    (OperationalError("DELETE", {}, pymysql.err.OperationalError(1213, "Deadlock found")), False),  # answered
+])
+def test_a_lost_answer_is_an_indefinite_failure_on_an_established_connection(error, lost):
+    """What the claim's grant and release send again or undo on a new connection (lease_grant.py,
+    lease_claim.py): never after a failure to connect, which a new connection would only repeat."""
+    assert lost_answer(error) is lost
