@@ -55,7 +55,10 @@ NO_STORE_STATE = ("the engine alone keeps this state (partitions of an engine-ke
 BARRIER = "a barrier changes no object: it only makes the engine refuse older tokens"
 CATALOG_HOME = "the catalog's home is made before the catalog exists in the store: nothing can refer to it yet"
 RETIREMENT = "a retirement only makes the engine refuse the calls of a dropped catalog: it changes no object"
-_REASONS = (PROCESS_LOCAL, NO_STORE_STATE, BARRIER, CATALOG_HOME, RETIREMENT)
+#: TEST-ONLY (GRAVIMETA_HA_DISABLE=engine_only_intent): an engine-only drop sent without its intent, as
+#: before such drops were journalled (imports.py)
+UNJOURNALLED_FOR_TEST = "TEST-ONLY: an engine-only drop without its journal intent"
+_REASONS = (PROCESS_LOCAL, NO_STORE_STATE, BARRIER, CATALOG_HOME, RETIREMENT, UNJOURNALLED_FOR_TEST)
 #: the calls made without the fence (mirror and prepare below drop it)
 _FENCE_NOT_SENT = (PROCESS_LOCAL, CATALOG_HOME)
 

@@ -151,6 +151,12 @@ class EngineImporter:
         except errors.NoSuchSchema:
             return False
 
+        if disabled_for_test("engine_only_intent"):  # TEST-ONLY switch: the drop as before it was journalled
+            with self.store.snapshot() as ses:
+                key = identity_key(self.store, ses, scope_path(scope))
+            return engine_door.change(lambda fence: connector.drop_table(s, name, fence=fence), key,
+                                      why_no_intent=engine_door.UNJOURNALLED_FOR_TEST)
+
         def check(ses: Session, record: DropTable) -> DropTable | None:
             try:
                 found = pre.table_droppable(self.store, ses, m, c, s, name)

@@ -96,9 +96,10 @@ def _configure_sqlite(engine: Engine, in_memory: bool) -> None:
 
 
 def disabled_for_test(mechanism: str) -> bool:
-    """TEST-ONLY: whether GRAVIMETA_HA_DISABLE names `mechanism` (tests/ha/conftest.py lists them).
-    The HA tests set it to show that a safety test fails without its mechanism; never set in service."""
-    return os.environ.get("GRAVIMETA_HA_DISABLE") == mechanism
+    """TEST-ONLY: whether GRAVIMETA_HA_DISABLE names `mechanism` (a comma-separated list; tests/ha/conftest.py
+    lists them). The HA tests set it to show that a safety test fails without its mechanism (some need two
+    off: each closes the window alone); never set in service."""
+    return mechanism in os.environ.get("GRAVIMETA_HA_DISABLE", "").split(",")
 
 
 _NO_BEGIN = "NONE"

@@ -115,6 +115,9 @@ def test_a_catalog_rename_does_not_unfence_a_drop_in_flight(lock_cluster, stub):
 
 
 def test_an_import_does_not_race_an_engine_only_drop_in_flight(cluster, stub):
+    """Two mechanisms close this window, each alone: the engine-only drop is journalled (so the import
+    repairs its intent, behind the repair's barrier, before it reads) and the import raises a barrier of its
+    own. It fails with both off: GRAVIMETA_HA_DISABLE=import_barrier,engine_only_intent."""
     a, b = (Api(replica) for replica in cluster.replicas("a", "b"))
     ok(b.metalake())
     ok(b.catalog("hive", hive_properties(stub), c=H))

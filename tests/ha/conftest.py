@@ -1,7 +1,7 @@
 """HA test support: child processes driven line by line, and the switch that disables one safety
 mechanism so that a run can show the test fails without it.
 
-GRAVIMETA_HA_DISABLE (test-only) may name one mechanism:
+GRAVIMETA_HA_DISABLE (test-only) names one mechanism, or several separated by commas:
   naive_claim       claims check, then insert, in separate transactions, without anchor rows (test a)
   no_fence          the fence guard does nothing (test b)
   treelock_first    the coordinator takes the TreeLock before the claim (test c)
@@ -34,8 +34,12 @@ GRAVIMETA_HA_DISABLE (test-only) may name one mechanism:
                     tests/engine/test_zombie_engine_calls.py, test_engine_identity_races.py)
   identity_keys     engine fences are keyed by the claim's name path instead of the objects' identity
                     (dispatch/engine_keys.py; test_engine_identity_races.py, the catalog rename)
-  import_barrier    an import reads the engine without raising its barrier first (dispatch/imports.py;
-                    test_engine_identity_races.py, the import race)
+  import_barrier    an import reads the engine without raising its barrier first (dispatch/imports.py)
+  engine_only_intent  the drop of a table only the engine has is sent without a journal intent
+                    (dispatch/imports.py). Either of these two alone closes the import race (the intent
+                    is repaired, behind a barrier, before the import reads; the model's BUG_IMPORT_INTENT
+                    and BUG_IMPORT_BARRIER configurations are verified): test_engine_identity_races.py's
+                    import race fails only with both, GRAVIMETA_HA_DISABLE=import_barrier,engine_only_intent
   retire            a catalog drop does not retire the catalog's key in its engine (dispatch/retirement.py;
                     test_engine_identity_races.py, the dropped catalog's namesake)
   retire_delivery   a retirement recorded at a drop the engine missed is never delivered
@@ -112,7 +116,7 @@ DISABLED = os.environ.get("GRAVIMETA_HA_DISABLE", "")
 
 
 def disabled(mechanism: str) -> bool:
-    return DISABLED == mechanism
+    return mechanism in DISABLED.split(",")
 
 
 class Child:
