@@ -466,6 +466,30 @@ def test_a_journalled_operation_answers_truly_when_the_commit_of_either_of_its_t
     """A table of a sqlite catalog (intent, engine call, store step): the COMMIT of the intent's record or
     of the store step is lost. Whatever the answer, it is true of the store and the engine right after,
     and a repair then leaves them agreeing with no intent open."""
+    journalled_commit_lost(store, client, tmp_path, monkeypatch, kind, step, mode)
+
+
+@pytest.fixture
+def short_lease_client(store):
+    """Lease claims with a short lease (3 s): a claim whose release was lost with the database expires
+    within the repair's claim timeout (5 s)."""
+    settings = Settings(store_url=store.url, distributed_lock_enabled=True, distributed_lock_backend="LEASE_TABLE",
+                        lease_ttl_ms=3000, claim_timeout_ms=5000)
+    for test_client in _client(settings, store):
+        yield test_client
+        test_client.application.extensions["gravimeta"].coordinator.runtime.heartbeat.stop()
+
+
+@pytest.mark.parametrize("mode", ["committed", "not-committed", "unreachable"])
+@pytest.mark.parametrize("step", ["intent", "store"])
+def test_a_journalled_operation_under_a_lease_claim_answers_truly_when_a_commit_is_lost(
+        store, short_lease_client, tmp_path, monkeypatch, step, mode):
+    """The same under a lease claim: the intent's transaction checks the fence first, the store step
+    deletes the claim row with its check (the claim ends with that commit), and the release runs after."""
+    journalled_commit_lost(store, short_lease_client, tmp_path, monkeypatch, "create", step, mode)
+
+
+def journalled_commit_lost(store, client, tmp_path, monkeypatch, kind: str, step: str, mode: str) -> None:
     make, store_statement = JOURNALLED[kind]
     write, engine_tables = make(client, tmp_path, monkeypatch)
     write.statement = b"INSERT INTO gm_operation_journal" if step == "intent" else store_statement
