@@ -163,7 +163,14 @@ class Reconciler:
     def _engine_failed(self, intent: Intent, op: Steps, exc: errors.GravitinoError) -> errors.GravitinoError:
         """The answer for an engine call that failed (see the module docstring)."""
         if isinstance(exc, errors.StaleFence | errors.EngineUnreachable) or exc.http_status < 500:  # not applied
-            if not self.journal.withdraw(intent.id):
+            try:
+                withdrawn = self.journal.withdraw(intent.id)
+            except (errors.StoreUnavailable, errors.ScopeBusy) as failure:  # the intent may still be open, and a
+                # repair may roll it forward (a create the engine refused for a table it has): never "nothing
+                # was changed" nor the refusal as it is
+                return self._unknown(intent, op, f"{exc.message.rstrip('.')}. Withdrawing its intent then failed "
+                                                 f"({store_failure(failure)})")
+            if not withdrawn:
                 return errors.OutcomeUnknown(
                     f"{exc.message.rstrip('.')}. Meanwhile another operation's repair settled pending operation "
                     f"{intent.id} (this {op.describe}); its outcome is unknown here: look before retrying",

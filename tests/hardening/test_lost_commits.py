@@ -32,6 +32,7 @@ from connectors.sqlite import ROOT_ENV
 from connectors.sqlite.connector import SQLiteCatalogConnector
 from gravimeta.app import create_app
 from gravimeta.config import Settings
+from gravimeta.entities import Column, Table
 from tests.conftest import require_backend
 from tests.support.databases import fresh_database
 from tests.support.tcp_proxy import TcpProxy
@@ -563,3 +564,32 @@ def test_a_release_whose_commit_is_lost_does_not_hold_the_scope_until_the_lease_
     following = lease_client.post(catalogs, json={"name": "c2", "type": "relational", "provider": "memory",
                                                   "properties": {}})
     assert following.status_code == 200, following.get_json()
+
+
+@pytest.mark.parametrize("mode", ["not-committed", "unreachable"])
+def test_an_engine_refusal_whose_withdrawal_is_lost_answers_that_the_operation_is_pending(
+        store, client, tmp_path, monkeypatch, mode):
+    """The engine refuses a create (its table t exists there, of another shape) and the intent is withdrawn
+    in a transaction of its own, whose COMMIT is lost. The intent stays open, and a repair rolls it forward
+    (the engine has t): so the answer must not be 'nothing was changed' (before: 503, and the store then
+    showed t after the repair); it is the journal's 502 'pending operation N'. (Unreachable: before, 502
+    naming the withdrawal's store operation; now the same journal answer.)"""
+    tables, _ = sqlite_schema(client, tmp_path, monkeypatch)
+    m = tables.split("/")[3]
+    engine = SQLiteCatalogConnector(CatalogContext(m, "c", {"path": f"{m}.db"}))
+    engine.create_table("s", Table("t", [Column("other", "string")]))
+    body = {"name": "t", "columns": [{"name": "id", "type": "integer", "nullable": True}], "properties": {}}
+    write = Write(b"DELETE FROM gm_operation_journal", lambda: client.post(tables, json=body),
+                  lambda: client.get(f"{tables}/t").status_code == 200, m)
+    response = lose(store, write, deliver=mode == "unreachable", then_cut=mode == "unreachable")
+    store.proxy.restore()
+    status, answer = response.status_code, response.get_json()
+    assert status == 502 and NOTHING_CHANGED not in answer["message"], answer
+    reconciler = client.application.extensions["gravimeta"].reconciler
+    open_intents = reconciler.journal.pending(f"/{m}")
+    assert "pending operation" in answer["message"], answer  # still open, or (unreachable) withdrawn after all
+    if mode == "not-committed":
+        [intent] = open_intents
+        assert f"pending operation {intent.id}" in answer["message"], answer
+    reconciler.repairer.repair_pending(0, scopes={i.scope_path for i in open_intents})
+    assert reconciler.journal.pending(f"/{m}") == []
