@@ -37,6 +37,7 @@ from gravimeta.store import guard
 T = TypeVar("T")
 _one_transaction: ContextVar[bool] = ContextVar("gravimeta_claim_one_transaction", default=False)
 _current: ContextVar[Claim | None] = ContextVar("gravimeta_current_claim", default=None)
+_lasting: ContextVar[bool] = ContextVar("gravimeta_lasting_claim_wanted", default=False)
 
 
 class NeedsLastingClaim(Exception):
@@ -53,6 +54,13 @@ def require_lasting_claim() -> None:
     """Raise NeedsLastingClaim when the current structural claim protects one transaction only."""
     if _one_transaction.get():
         raise NeedsLastingClaim()
+
+
+def lasting_claim_wanted() -> bool:
+    """Whether the claim being taken is for an operation that raised NeedsLastingClaim under a claim of
+    one transaction (run_structural's second attempt): a backend that can grant either gives the lasting
+    one (AutoBackend)."""
+    return _lasting.get()
 
 
 class Claim(Protocol):
@@ -141,8 +149,10 @@ class Coordinator:
 
     def run_structural(self, scope: NameIdentifier, work: Callable[[], T], lock_type: LockType = LockType.WRITE) -> T:
         """`work()` inside structural(scope); once more if it raised NeedsLastingClaim (see the module
-        docstring). A second refusal means the catalog changed its connector twice meanwhile."""
+        docstring), then asking for a lasting claim (lasting_claim_wanted). A second refusal means the
+        backend has none to give."""
         for attempt in (1, 2):
+            wanted = _lasting.set(attempt == 2)
             try:
                 with self.structural(scope, lock_type):
                     return work()
@@ -150,6 +160,8 @@ class Coordinator:
                 if attempt == 2:
                     raise errors.ScopeBusy(f"The catalog of {scope} changed while this operation started; "
                                            "retry it") from None
+            finally:
+                _lasting.reset(wanted)
         raise AssertionError("unreachable")
 
     @contextmanager

@@ -35,9 +35,10 @@ so replicas or operations that use different backends on one database exclude ea
 
 SOUND ONLY for operations whose cross-node state change is store writes in this one transaction: the
 protection ends at that commit. That holds for every metalake-level and catalog-level structural
-operation (store writes plus process-local connector-cache work) and for schema and table operations
-in a catalog whose connector is process-local (memory: they run whole in one store transaction,
-gravimeta/dispatch/journal.py). Schema and table operations of any other catalog run through the
+operation (store writes plus process-local connector-cache work; the drop or move of a catalog whose
+engine checks fences, which first retires its key there with a token, asks for the lease instead:
+dispatch/retirement.py) and for schema and table operations in a catalog whose connector is
+process-local (memory: they run whole in one store transaction, gravimeta/dispatch/journal.py). Schema and table operations of any other catalog run through the
 operation journal (intent transaction, engine call, apply transaction), whose intent must commit before
 the engine call: AutoBackend gives them the lease (bootstrap.py wires both PG_ADVISORY and AUTO that
 way), and an operation that finds, under its claim, that it needs the journal refuses to start
@@ -58,6 +59,7 @@ from sqlalchemy.orm import Session
 
 from gravimeta import errors, failpoints
 from gravimeta.concurrency import metrics, paths
+from gravimeta.concurrency.coordinator import lasting_claim_wanted
 from gravimeta.concurrency.scope_lease import LeaseBackend, LeaseClaim, _Backoff
 from gravimeta.entities import NameIdentifier
 from gravimeta.store.commit_check import commit_joined
@@ -255,4 +257,6 @@ class AutoBackend:
         return self.advisory if self.catalog_is_local(scope.levels[0], scope.levels[1]) else self.lease
 
     def claim(self, scope: NameIdentifier) -> AdvisoryClaim | LeaseClaim:
+        if lasting_claim_wanted():  # the operation found under an advisory claim that it needs more
+            return self.lease.claim(scope)
         return self.backend_for(scope).claim(scope)

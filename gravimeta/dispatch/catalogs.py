@@ -4,7 +4,7 @@ properties and tests nothing remote (testConnection does that on request)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from contextlib import nullcontext, suppress
+from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import replace
 from typing import Any
 
@@ -68,8 +68,10 @@ class CatalogDispatcher:
         # refused change must not wait for the location lock), then the guard on what the change makes
         candidate = apply_catalog_changes(replace(current, properties=dict(current.properties)), list(changes))
         provider.validate_property_changes(upserts, deletes, candidate.properties)
-        guard = (provider.location_guard(candidate.properties, self._others(current.provider, (metalake, name)))
-                 if upserts or deletes else nullcontext())
+
+        def guard() -> AbstractContextManager[None]:  # one for each attempt (Coordinator.run_structural)
+            return (provider.location_guard(candidate.properties, self._others(current.provider, (metalake, name)))
+                    if upserts or deletes else nullcontext())
 
         def mutate(catalog: Catalog) -> Catalog:
             if not catalog.in_use:
@@ -79,17 +81,23 @@ class CatalogDispatcher:
             return altered
 
         if any(is_rename(c) for c in changes):
-            with self.coordinator.structural(NameIdentifier.of(metalake), LockType.WRITE), guard, \
-                    self.journal.following_rename(f"/{metalake}/{name}", f"/{metalake}/{candidate.name}", (metalake, name)):
-                self._retire_if_moved(metalake, name, changes)
-                _, after = self.store.update_catalog(metalake, name, mutate, user)
-                self.connectors.forget(metalake, name)
-                return after
+            def rename() -> Catalog:
+                with guard(), self.journal.following_rename(f"/{metalake}/{name}", f"/{metalake}/{candidate.name}",
+                                                            (metalake, name)):
+                    self._retire_if_moved(metalake, name, changes)
+                    _, after = self.store.update_catalog(metalake, name, mutate, user)
+                    self.connectors.forget(metalake, name)
+                    return after
+
+            return self.coordinator.run_structural(NameIdentifier.of(metalake), rename)
         if (upserts or deletes) and self._moves_engine(current, candidate):
-            with self.coordinator.structural(NameIdentifier.of(metalake), LockType.WRITE), guard:
-                self._retire_if_moved(metalake, name, changes)
-                return self.store.update_catalog(metalake, name, mutate, user)[1]
-        with self.coordinator.local(NameIdentifier.of(metalake, name), LockType.WRITE), guard:
+            def move() -> Catalog:
+                with guard():
+                    self._retire_if_moved(metalake, name, changes)
+                    return self.store.update_catalog(metalake, name, mutate, user)[1]
+
+            return self.coordinator.run_structural(NameIdentifier.of(metalake), move)
+        with self.coordinator.local(NameIdentifier.of(metalake, name), LockType.WRITE), guard():
             return self.store.update_catalog(metalake, name, mutate, user)[1]
 
     def _moves_engine(self, before: Catalog, after: Catalog) -> bool:
@@ -145,7 +153,7 @@ class CatalogDispatcher:
             if catalog.in_use and not force:
                 raise errors.CatalogInUse(f"Catalog {metalake}.{name} is in use; disable it first or use force=true")
 
-        with self.coordinator.structural(NameIdentifier.of(metalake), LockType.WRITE):
+        def work() -> bool:  # run_structural: again under the lease when the retirement needs its token
             try:
                 catalog = self.store.get_catalog(metalake, name)
             except errors.NotFound:
@@ -157,7 +165,9 @@ class CatalogDispatcher:
             if dropped:
                 for connector in self.connectors.forget(metalake, name):
                     connector.close()
-        return dropped
+            return dropped
+
+        return self.coordinator.run_structural(NameIdentifier.of(metalake), work)
 
     def test_connection(self, metalake: str, name: str, changes: Changes) -> None:
         """Test an existing catalog's connection with proposed changes applied (not stored)."""

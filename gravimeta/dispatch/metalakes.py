@@ -76,7 +76,7 @@ class MetalakeDispatcher:
             if metalake.in_use and not force:
                 raise errors.MetalakeInUse(f"Metalake {name} is in use; disable it first or use force=true")
 
-        with self.coordinator.structural(ROOT, LockType.WRITE):
+        def work() -> bool:  # run_structural: again under the lease when a retirement needs its token
             try:
                 catalogs = self.store.list_catalogs(name) if force else []
             except errors.NoSuchMetalake:
@@ -84,9 +84,9 @@ class MetalakeDispatcher:
             for catalog in catalogs:
                 retire(self.store, self.connectors, catalog)
             dropped = self.store.drop_metalake(name, cascade=force, precheck=precheck)
-            if dropped:
-                self.connectors.forget(name)
-                for catalog in catalogs:
-                    self.connectors.for_catalog(catalog).close()
-                    self.connectors.forget(name, catalog.name)
-        return dropped
+            if dropped:  # close the cached ones (never make one: a new connector delivers retirements first)
+                for connector in self.connectors.forget(name):
+                    connector.close()
+            return dropped
+
+        return self.coordinator.run_structural(ROOT, work)

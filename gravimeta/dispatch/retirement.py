@@ -43,7 +43,7 @@ from sqlalchemy import delete, select
 from connectors.base import CatalogContext, Connector, Fence
 from connectors.registry import ConnectorRegistry
 from gravimeta import errors
-from gravimeta.concurrency.coordinator import current_claim
+from gravimeta.concurrency.coordinator import current_claim, require_lasting_claim
 from gravimeta.dispatch import engine_door
 from gravimeta.dispatch.connector_cache import ConnectorCache
 from gravimeta.dispatch.engine_keys import catalog_key
@@ -61,10 +61,12 @@ DELIVERY_TIMEOUT_S = 5.0
 
 def retire(store: EntityStore, connectors: ConnectorCache, catalog: Catalog) -> bool:
     """Make the catalog's engine refuse every call made under the catalog so far (call under the drop's
-    claim, before the store drop; or the move's, before the store takes the new properties). Whether the
-    engine was told now (False: the provider keeps no state outside the process or checks no fences, the
-    lock is off, its properties make no connector here, or the engine could not be reached and the
-    retirement was recorded for later delivery)."""
+    claim, before the store drop; or the move's, before the store takes the new properties; inside
+    Coordinator.run_structural: under a claim without a token it raises NeedsLastingClaim, and the
+    operation runs again under the lease, whose token is above every one granted under the catalog,
+    before it has changed anything). Whether the engine was told now (False: the provider keeps no state
+    outside the process or checks no fences, the lock is off, its properties make no connector here, or
+    the engine could not be reached and the retirement was recorded for later delivery)."""
     assert catalog.id is not None, "a stored catalog has an id"
     # a connector of its own, not the cache's: the cache would first deliver other pending retirements
     try:
@@ -74,8 +76,12 @@ def retire(store: EntityStore, connectors: ConnectorCache, catalog: Catalog) -> 
         log.warning("catalog %s.%s: its engine was not told (its properties make no connector here: %s)",
                     catalog.metalake, catalog.name, exc.message)
         return False
-    if connector.process_local or not engine_door.can_fence(connector) or disabled_for_test("retire"):
+    if connector.process_local or not connector.checks_fences or disabled_for_test("retire"):
         return False  # (TEST-ONLY switch: shows that tests/engine/test_engine_identity_races.py needs it)
+    if not disabled_for_test("retire_lasting"):  # TEST-ONLY switch
+        require_lasting_claim()  # an advisory claim (AUTO, PG_ADVISORY) has no token to retire the key with
+    if not engine_door.can_fence(connector):
+        return False
     key = catalog_key(catalog.id, catalog.audit.create_time)
     try:
         engine_door.barrier(connector, key, engine_door.RETIREMENT)
