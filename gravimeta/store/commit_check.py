@@ -14,7 +14,8 @@ How a write transaction is checked (PostgreSQL, MariaDB/MySQL):
    connection).
 2. When the COMMIT fails because the connection failed, the server reads the marker from a new connection
    (all of it bounded by `timeout_s`, each connect and statement by timeouts of its own). Present: the
-   transaction committed, and the write returns what it computed before the COMMIT.
+   transaction committed, and the write returns what it computed before the COMMIT (and the session's
+   after_commit hooks run, as after an answered COMMIT: a lease claim's durable grant, its release).
 3. Absent is not an answer yet: the old session may still commit (the COMMIT may still be on its way to
    it, or it waits for a disk flush). So the server ends the old session if it is still there
    (pg_terminate_backend, KILL CONNECTION: a session being ended finishes a commit it started, or rolls
@@ -179,6 +180,7 @@ class CommitCheck:
             lost = _commit(session, conn)
         if lost is not None:
             self.settle(op_id, session_id, lost)
+            _committed(session)
         self._collect_garbage()
         return result
 
@@ -317,6 +319,13 @@ def commit_joined(session: Session) -> None:
     lost = _commit(session, session.connection())
     if lost is not None:
         check.settle(op_id, session_id, lost)
+        _committed(session)
+
+
+def _committed(session: Session) -> None:
+    """A COMMIT whose reply was lost, found committed: run the session's after_commit hooks, as its answer
+    would have (a lease claim learns there that its grant is durable, or that the commit released it)."""
+    session.dispatch.after_commit(session)
 
 
 def _commit(session: Session, conn: Connection) -> DBAPIError | None:

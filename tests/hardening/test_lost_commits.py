@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
+from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
 from connectors.base import CatalogContext
@@ -593,3 +594,29 @@ def test_an_engine_refusal_whose_withdrawal_is_lost_answers_that_the_operation_i
         assert f"pending operation {intent.id}" in answer["message"], answer
     reconciler.repairer.repair_pending(0, scopes={i.scope_path for i in open_intents})
     assert reconciler.journal.pending(f"/{m}") == []
+
+
+def test_a_commit_found_committed_counts_as_a_commit_for_the_claim(store, lease_client, tmp_path, monkeypatch):
+    """The store step of a journalled create under a lease claim also deletes the claim row (its claim ends
+    with that commit). Its COMMIT's reply lost and the transaction found committed: the claim knows it is
+    released, as after any commit, and sends no release of its own. Before: the commit hooks never ran, so
+    a second DELETE of the claim row followed (harmless here; for the intent's transaction the same gap
+    made the claim send one more durable write before its engine call, which could fail on its own)."""
+    tables, _ = sqlite_schema(lease_client, tmp_path, monkeypatch)
+    engine = lease_client.application.extensions["gravimeta"].store.engine
+    releases: list[str] = []
+
+    def note(conn, cursor, statement, *args) -> None:
+        if "DELETE FROM gm_scope_lease" in statement:
+            releases.append(statement)
+
+    event.listen(engine, "before_cursor_execute", note)
+    try:
+        body = {"name": "t", "columns": [{"name": "id", "type": "integer", "nullable": True}], "properties": {}}
+        write = Write(b"INSERT INTO gm_table", lambda: lease_client.post(tables, json=body),
+                      lambda: lease_client.get(f"{tables}/t").status_code == 200)
+        response = lose(store, write, deliver=True)
+    finally:
+        event.remove(engine, "before_cursor_execute", note)
+    assert response.status_code == 200 and write.seen(), response.get_json()
+    assert len(releases) == 1, releases  # the store step's check-and-release only
