@@ -11,6 +11,7 @@ from connectors.base import CatalogContext, Connector
 from connectors.registry import ConnectorRegistry
 from gravimeta import errors
 from gravimeta.entities import Catalog
+from gravimeta.store.database import disabled_for_test
 
 
 class ConnectorCache:
@@ -86,8 +87,12 @@ class ConnectorCache:
 
 
 def _signature(catalog: Catalog) -> tuple[object, ...]:
-    """What a cached connector was made from: a change of any of it makes a new connector."""
-    return catalog.id, catalog.provider, tuple(sorted(catalog.properties.items()))
+    """What a cached connector was made from: a change of any of it makes a new connector. The catalog
+    by its identity, id and create time (engine_keys.py): a store may give a dropped catalog's id to the
+    next one (SQLite reuses the highest rowid), and a catalog re-created under the same name must not get
+    the dropped one's connector, made before the drop, without the delivery of its pending retirements."""
+    created = None if disabled_for_test("connector_identity") else catalog.audit.create_time  # TEST-ONLY when off
+    return catalog.id, created, catalog.provider, tuple(sorted(catalog.properties.items()))
 
 
 def catalog_locality(connectors: ConnectorCache, load: Callable[[str, str], Catalog]) -> Callable[[str, str], bool]:

@@ -96,3 +96,32 @@ def test_a_held_partition_call_cannot_touch_the_table_made_again_under_its_name(
     finally:
         release(stub)
     assert engine_partitions(stub) == expected, f"A's late partition {call} landed on the new table"
+
+
+def test_a_held_partition_add_of_a_dropped_catalog_cannot_reach_its_namesake(sqlite_db_cluster, stub):
+    """A's partition add is held in the stub; B force-drops catalog h while the stub refuses the drop's
+    retirement barrier (it is recorded, to be delivered before a later catalog uses the metastore), then
+    creates h again with the same properties, and the new h's table is imported through A. On a SQLite
+    store the new h gets the dropped one's id again; A's connector cache knew the catalog by id, provider
+    and properties only, so it handed out the dropped catalog's connector, the pending retirement was never
+    delivered, and the released add landed on the new table."""
+    a, b = (Api(replica) for replica in sqlite_db_cluster.replicas("a", "b"))
+    ok(b.metalake())
+    ok(b.catalog("hive", hive_properties(stub), c=H))
+    ok(b.schema(c=H))
+    create_table(b, H)
+    ok(a.r.request("GET", path_of("m", H, S, T)))  # A's cache has h's connector
+    stub.fault("hang", seconds=HOLD_S, ops=["create_partition"])
+    try:
+        status, body = add_partition(a, H, 1)
+        assert status == 502, (status, body)
+        stub.wait_hung()
+        stub.fault("fail", count=1, mode="500", ops=["fence"])  # the drop's retirement barrier
+        ok(b.r.request("PATCH", path_of("m", H), {"inUse": False}))
+        assert ok(b.drop_catalog(c=H))["dropped"] is True
+        ok(b.catalog("hive", hive_properties(stub), c=H))
+        assert ok(a.r.request("GET", path_of("m", H, S, T)))["table"]["name"] == T  # imported through A
+        assert engine_partitions(stub) == []
+    finally:
+        release(stub)
+    assert engine_partitions(stub) == [], "the dropped catalog's late partition add landed on its namesake's table"

@@ -51,6 +51,9 @@ GRAVIMETA_HA_DISABLE (test-only) names one mechanism, or several separated by co
   retire_lasting    a catalog or metalake drop (or a catalog's move) under an advisory claim (AUTO,
                     PG_ADVISORY), which has no token, does not ask for the lease, and so retires nothing
                     (dispatch/retirement.py; test_engine_identity_races.py, the postgresql-auto cases)
+  connector_identity  the connector cache knows a catalog by id, provider and properties, not also its create
+                    time (dispatch/connector_cache.py; test_partition_races.py, the namesake on a SQLite
+                    store: the dropped catalog's connector is handed out, its retirement never delivered)
   endpoint_addresses  a hive catalog's engine locations are its metastore endpoints as written, not also
                     by the addresses they resolve to (connectors/hive.py endpoint_places, read from the
                     environment there; test_engine_identity_races.py, a namesake that spells the
@@ -93,9 +96,10 @@ GRAVIMETA_HA_DISABLE (test-only) names one mechanism, or several separated by co
                     test_spent_grant.py: its fence guard answers FENCELOST)
 The switches read by the server itself (no_snapshot, no_row_lock, advisory_queue, no_owner_lock,
 tag_object_lock, statistics_row_lock, engine_fence, identity_keys, import_barrier, retire, retire_delivery,
-retire_moved, retire_lasting, request_buffering, response_buffering, commit_session_end, no_access_recheck,
-access_cache, no_role_lock, root_fence, dropped_schema, node_revision_fallback, durable_fence, repair_preview,
-fresh_grant) go through gravimeta.store.database.disabled_for_test and are marked TEST-ONLY where they act.
+retire_moved, retire_lasting, connector_identity, request_buffering, response_buffering, commit_session_end,
+no_access_recheck, access_cache, no_role_lock, root_fence, dropped_schema, node_revision_fallback,
+durable_fence, repair_preview, fresh_grant) go through gravimeta.store.database.disabled_for_test and are
+marked TEST-ONLY where they act.
 """
 
 from __future__ import annotations
