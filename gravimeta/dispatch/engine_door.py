@@ -4,7 +4,7 @@ A connector's engine (a sqlite file, a Hive metastore) and gravimeta's store sha
 engine change is safe only when four things hold for it. This module is where they are held, for every
 caller: the journalled operations (journal.py), their repairs (repair.py), the drops of objects only the
 engine has and the barrier before an import (imports.py), partition add and drop (partitions.py) and the
-retirement of a dropped catalog (catalogs.py). connectors/door_guard.py makes a mutating connector call
+retirement of a dropped or moved catalog (catalogs.py, metalakes.py). connectors/door_guard.py makes a mutating connector call
 made anywhere else fail, once the server requires the door (gravimeta/app.py).
 
 (a) The intent first, or a reason in code why none is needed: `change` takes either the id of the
