@@ -620,3 +620,14 @@ def test_a_commit_found_committed_counts_as_a_commit_for_the_claim(store, lease_
         event.remove(engine, "before_cursor_execute", note)
     assert response.status_code == 200 and write.seen(), response.get_json()
     assert len(releases) == 1, releases  # the store step's check-and-release only
+
+
+def test_an_advisory_claim_whose_reply_is_lost_answers_503_and_holds_nothing(store, advisory_client):
+    """A PostgreSQL advisory claim is a transaction of the operation's own: its locks end with its session,
+    which the lost reply ends, so the retry is granted at once."""
+    write = table_create(advisory_client)
+    cut = store.proxy.lose_reply(b"gm_advisory_claim")
+    response = write.send()
+    assert cut.is_set(), "the proxy never saw the claim's call"
+    assert response.status_code == 503 and not write.seen(), response.get_json()
+    assert write.send().status_code == 200 and write.seen()
