@@ -24,7 +24,10 @@ Actions (the file's first line):
   raise <Name> raise gravimeta.errors.<Name> with a message naming the failpoint
   exit         os._exit(70): the process dies on the spot, as a kill -9 would leave it
 A second line `once` makes the first process that hits the point take the arming file (an atomic
-rename), so exactly one hit acts. tests/support/failpoints.py is the test side.
+rename), so exactly one hit acts. A line `scope=<prefix>` limits the arming to hits whose context has a
+`scope` (a claim's path, '/m/c/s') starting with <prefix>: a test can stop a process while it holds a
+claim in one metalake and let its claims elsewhere go by (a hit with no `scope` never matches; a hit that
+does not match neither acts nor takes a `once` arming). tests/support/failpoints.py is the test side.
 
 The names in use are listed in FAILPOINTS below; `hit` refuses any other name (a typo in a test would
 otherwise arm a point that is never reached, and the test would pass for the wrong reason).
@@ -121,6 +124,9 @@ def _act(directory: Path, name: str, context: dict[str, Any]) -> None:
     try:
         lines = armed.read_text().split()
     except FileNotFoundError:  # disarmed (or taken by another process) between the look and the read
+        return
+    prefixes = [word[len("scope="):] for word in lines[1:] if word.startswith("scope=")]
+    if prefixes and not any(str(context.get("scope", "")).startswith(prefix) for prefix in prefixes):
         return
     if "once" in lines[1:]:
         taken = armed.with_name(f"{armed.name}.taken.{os.getpid()}")

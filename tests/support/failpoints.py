@@ -37,13 +37,16 @@ class Failpoints:
         """Environment variables that switch failpoints on in a process (tagged `tag`)."""
         return {ENV_DIR: str(self.dir), ENV_TAG: tag}
 
-    def arm(self, name: str, action: str = "pause", tag: str = "", once: bool = True) -> None:
-        """Arm `name` for processes tagged `tag` (every process when empty). `once`: only the first hit acts."""
+    def arm(self, name: str, action: str = "pause", tag: str = "", once: bool = True, scope: str = "") -> None:
+        """Arm `name` for processes tagged `tag` (every process when empty). `once`: only the first hit acts.
+        `scope`: only hits whose context's scope path starts with it act (and take a `once` arming)."""
         if name not in FAILPOINTS:
             raise KeyError(f"unknown failpoint {name!r}")
+        if any(c.isspace() for c in scope):
+            raise ValueError(f"a scope prefix has no whitespace: {scope!r}")
         target = self.dir / (f"{name}@{tag}" if tag else name)
         tmp = target.with_name(f".{target.name}.tmp")
-        tmp.write_text(action + ("\nonce" if once else "") + "\n")
+        tmp.write_text(action + ("\nonce" if once else "") + (f"\nscope={scope}" if scope else "") + "\n")
         tmp.replace(target)
 
     def disarm(self, name: str, tag: str = "") -> None:

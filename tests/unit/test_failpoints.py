@@ -82,6 +82,18 @@ def test_once_acts_on_the_first_hit_only(fp, tmp_path):
     assert outputs == [["before", "raised", "FailpointError"], ["before", "after"]]
 
 
+def test_a_scoped_arming_acts_only_on_hits_under_its_scope_and_keeps_its_once_until_then(tmp_path):
+    fp = Failpoints(tmp_path / "fp")
+    failpoints.configure(directory=str(fp.dir), tag="")
+    fp.arm("engine.before_call", "raise ScopeBusy", once=True, scope="/mb/")
+    failpoints.hit("engine.before_call", scope="/ma/c0/s1")  # another metalake: let through
+    failpoints.hit("engine.before_call", scope="/mbx/c0")  # a prefix of the name is not the metalake
+    failpoints.hit("engine.before_call")  # no scope at all: let through
+    with pytest.raises(errors.ScopeBusy, match="failpoint engine.before_call"):
+        failpoints.hit("engine.before_call", scope="/mb/c0/s1")
+    failpoints.hit("engine.before_call", scope="/mb/c0/s1")  # once: taken by the first matching hit
+
+
 def test_raise_names_a_domain_error(tmp_path):
     fp = Failpoints(tmp_path / "fp")
     failpoints.configure(directory=str(fp.dir), tag="")
