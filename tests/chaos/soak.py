@@ -18,6 +18,12 @@ carries its identity in its comment, so a name can always be mapped back to the 
   new one), slows the hive stub down or holds its calls beyond the hive catalog's client timeout, cuts
   the last replica's database connection at a COMMIT (tests/support/tcp_proxy.py), and arms a random
   failpoint (gravimeta/failpoints.py: sleep, pause, fail, raise ScopeBusy, exit) in one replica or all.
+- A frozen holder in the other metalake (freeze_holder): a pause armed for one replica at a claim-held
+  point, for claims in MB only, one MB request sent through it, and once a worker stands there holding the
+  claim, every worker of that replica SIGSTOPped past the lease TTL while the workload goes on claiming and
+  stealing in MA. It is the nemesis's second action (again until one happened, 3 tries at most) and one
+  of its random ones; the summary says how often it happened (or that it never did) and what the MA
+  requests overlapping a freeze were answered.
 - Every worker runs the background journal repair every BACKGROUND_REPAIR_MS (its passes claim scopes
   and judge intents while the workload and the nemesis run).
 - An outsider creates tables and schemas directly in the sqlite and hive engines and GETs them (import);
@@ -39,6 +45,7 @@ Replay: the seed is printed first; the interleaving still depends on timing, the
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import random
 import re
@@ -106,6 +113,15 @@ NEMESIS_POINTS = ("claim.before_grant", "claim.after_grant", "renew.before_commi
                   "advisory.before_lock", "advisory.after_lock", "store.before_commit", "engine.before_call",
                   "engine.after_call", "sqlite.before_begin", "node.before_beat")
 NEMESIS_ACTIONS = ("sleep 300", "sleep 2500", "pause", "fail", "raise ScopeBusy", "exit")
+#: where the frozen-holder action stops a replica while it holds a claim in MB: the claim granted and
+#: nothing done yet, or an engine operation's intent recorded (before or after its engine call)
+HOLDER_POINTS = ("claim.after_grant", "engine.before_call", "engine.after_call")
+#: the nemesis's actions, drawn at random; its second action is always a frozen holder (FROZEN), and so is
+#: each later one until a freeze happened (FORCED_HOLDER_TRIES at most): a short run reaches it for sure
+NEMESIS_CHOICES = ("stop", "stop", "kill", "hive", "hive", "commit", "failpoint", "failpoint", "failpoint", "holder")
+FORCED_HOLDER_TRIES = 3
+#: the nemesis_counts key of a frozen holder (and of one armed whose replica held no claim in MB in time)
+FROZEN, NOT_FROZEN = "frozen MB holder", "frozen MB holder (not reached)"
 
 
 @dataclass
@@ -134,6 +150,8 @@ class SoakConfig:
     #: a grant ledger in the store, the engines' fence records read every FENCE_READ_S)
     fence_check: bool = False
     work_dir: Path | None = None
+    #: copy the run's directory (the replicas' logs, the failpoint files) there at the end (--keep-logs)
+    keep_logs: Path | None = None
     say: Callable[[str], None] = print
 
 
@@ -158,6 +176,7 @@ class SoakResult:
     outsider: Counter[str] = field(default_factory=Counter)
     witnesses: list[str] = field(default_factory=list)  # on a violation: what may explain it (see witnesses())
     fences: FenceReport | None = None  # SoakConfig.fence_check
+    frozen: str = ""  # what the frozen-holder action did (freeze_summary)
 
     @property
     def ok(self) -> bool:
@@ -220,6 +239,18 @@ class Names:
 # ------------------------------------------------------------------------------------------- the world
 
 
+@dataclass(frozen=True)
+class Freeze:
+    """One frozen holder: `replica`'s workers SIGSTOPped from `began` to `ended` (monotonic) while one of
+    them stood at `point` holding its claim on `scope`, a path in metalake MB."""
+
+    began: float
+    ended: float
+    replica: str
+    point: str
+    scope: str
+
+
 @dataclass
 class World:
     cfg: SoakConfig
@@ -248,6 +279,13 @@ class World:
     outsider_log: list[tuple[str, str, str | None, str]] = field(default_factory=list)
     #: what the final engine check found (tests/chaos/engine_check.py)
     engine_diffs: list[Difference] = field(default_factory=list)
+    #: the frozen-holder action's freezes: (began, ended, replica, failpoint, claimed scope path)
+    freezes: list[Freeze] = field(default_factory=list)
+    #: the requests the frozen-holder action sends through the replica it freezes (joined before the checks)
+    driven: list[threading.Thread] = field(default_factory=list)
+    driven_ops: list[Op] = field(default_factory=list)
+    #: the replicas frozen right now by the frozen-holder action (World.pick leaves them out)
+    frozen: set[str] = field(default_factory=set)
     outsider_lock: threading.Lock = field(default_factory=threading.Lock)
     _lat_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -262,6 +300,14 @@ class World:
                 "GRAVIMETA_SQLITE_CATALOG_ROOT": str(self.sqlite_root),
                 # the background repair runs during the workload and the nemesis, not only at the end
                 "GRAVIMETA_JOURNAL_REPAIR_INTERVAL_MS": str(BACKGROUND_REPAIR_MS), **self.fp.env(name)}
+
+    def pick(self, rng: random.Random) -> Replica:
+        """A random replica for a request; not one the frozen-holder action has frozen (as a balancer's
+        health check would leave it out), so that the load goes on elsewhere while a holder is frozen."""
+        replica = rng.choice(self.replicas)
+        if replica.name in self.frozen:
+            replica = next((r for r in self.replicas if r.name not in self.frozen), replica)
+        return replica
 
     def record(self, kind: str, seconds: float, status: int | None) -> None:
         with self._lat_lock:
@@ -375,7 +421,7 @@ def workload(world: World, index: int) -> None:
             time.sleep(0.05)
             continue
         metalake, catalog = name
-        replica = rng.choice(world.replicas)
+        replica = world.pick(rng)
         rec = Recorder(world.history, metalake)
         s, s2 = rng.sample(SCHEMAS, 2)
         t, t2 = rng.sample(TABLES, 2)
@@ -421,7 +467,7 @@ def workload(world: World, index: int) -> None:
 
 def _rename(world: World, kind: str, path: str, new_name: str) -> str:
     """One rename; "ok", "failed" (definitely not applied) or "uncertain"."""
-    status, body = world.request(world.rng.choice(world.replicas), kind, "PUT", path,
+    status, body = world.request(world.pick(world.rng), kind, "PUT", path,
                                  {"updates": [{"@type": "rename", "newName": new_name}]})
     if status == 200:
         return "ok"
@@ -566,7 +612,7 @@ def _import(world: World, rng: random.Random, ident: str, schema: str, table: st
     if current is None:
         return None, {}
     path = f"{catalog_path(*current)}/schemas/{quote(schema)}" + (f"/tables/{quote(table)}" if table else "")
-    replica = rng.choice(world.replicas)
+    replica = world.pick(rng)
     start = time.monotonic()
     status, body = world.request(replica, "import", "GET", path)
     if world.names.candidates(current, start, time.monotonic()) != {ident}:
@@ -586,13 +632,20 @@ def nemesis(world: World) -> None:
     rng = random.Random(world.rng.random())
     assert world.fp is not None and world.stub is not None
     ttl_s = world.cfg.ttl_ms / 1000
-    while not world.stop.wait(rng.uniform(0.5, 2.0)):
-        action = rng.choice(("stop", "stop", "kill", "hive", "hive", "commit", "failpoint", "failpoint", "failpoint"))
+    forced = 0
+    for round_ in itertools.count():
+        if world.stop.wait(rng.uniform(0.5, 2.0)):
+            break
+        action = rng.choice(NEMESIS_CHOICES)
+        if round_ >= 1 and not world.nemesis_counts[FROZEN] and forced < FORCED_HOLDER_TRIES:
+            action, forced = "holder", forced + 1
         index = rng.randrange(len(world.servers))
         server = world.servers[index]
         began = time.monotonic()
         try:
-            if action in ("stop", "kill"):
+            if action == "holder":
+                action = freeze_holder(world, rng, index)
+            elif action in ("stop", "kill"):
                 pids = worker_pids(server)
                 if not pids:
                     continue
@@ -640,8 +693,84 @@ def nemesis(world: World) -> None:
         world.nemesis_counts[" ".join(action.split(" ")[:2]) if action.startswith("hive") else
                              ("commit cut" if "(not reached)" not in action else "commit armed") if
                              action.startswith("commit") else
+                             (NOT_FROZEN if "(not reached)" in action else FROZEN) if action.startswith("frozen") else
                              action.split(" ")[0] if not action.startswith("fp") else "failpoint"] += 1
         world.nemesis_log.append(f"[{began:.3f}-{time.monotonic():.3f}] {action} on {world.replicas[index].name}")
+
+
+def freeze_holder(world: World, rng: random.Random, index: int) -> str:
+    """A frozen holder in the other metalake: arm a pause at a claim-held point (HOLDER_POINTS) for replica
+    `index` and for claims under MB's current metalake name only, send one MB request through that
+    replica, and once one of its workers stands there holding the claim, SIGSTOP all its workers past the
+    lease TTL while the workload goes on claiming (and stealing the frozen replica's claims) in MA; then
+    SIGCONT them and let the held request go on. Returns the nemesis log's text ("... (not reached)" when
+    no worker of the replica stood there in MB in time: a swap moved the name, or the request was refused
+    before its claim)."""
+    assert world.fp is not None and world.names is not None
+    replica, server = world.replicas[index], world.servers[index]
+    point = rng.choice(HOLDER_POINTS)
+    # the engine points are reached only by an engine operation (the memory catalog runs in one store step)
+    ident = "MB.sqlite" if point.startswith("engine.") else rng.choice(("MB.sqlite", "MB.memory"))
+    name = world.names.current(ident)
+    if name is None:
+        return f"frozen holder at {point} in {ident}: no name (not reached)"
+    metalake, catalog = name
+    s, s2 = rng.sample(SCHEMAS, 2)
+    t, t2 = rng.sample(TABLES, 2)
+    kind = rng.choice(("create_table", "drop_table", "rename_table", "create_schema"))
+    armed_at = time.monotonic()
+    world.fp.arm(point, "pause", tag=replica.name, scope=f"/{metalake}/")
+
+    def drive() -> None:
+        rec = Recorder(world.history, metalake)
+        if kind == "create_table":
+            op = rec.create_table(replica, catalog, s, t)
+        elif kind == "drop_table":
+            op = rec.drop_table(replica, catalog, s, t)
+        elif kind == "rename_table":
+            op = rec.rename_table(replica, catalog, s, t, s2, t2)
+        else:
+            op = rec.create_schema(replica, catalog, s)
+        world.op_names[op.id] = name
+        world.driven_ops.append(world.recorded(op))
+
+    driver = threading.Thread(target=drive, daemon=True)
+    world.driven.append(driver)
+    driver.start()
+    what = f"frozen holder at {point}, {kind} in {ident} as /{metalake}/{catalog}"
+    try:
+        held = world.fp.wait_reached(point, tag=replica.name, timeout=3.0)
+    except AssertionError:
+        return f"{what} (not reached)"
+    finally:
+        world.fp.disarm(point, tag=replica.name)  # a `once` arming not taken yet: no later hit pauses
+    scope = held.context.get("scope", "")
+    parts = scope.split("/")
+    claimed = (parts[1], parts[2]) if len(parts) > 2 else None
+    meant = world.names.candidates(claimed, armed_at, time.monotonic()) if claimed else set()
+    if not meant or not all(i.startswith("MB.") for i in meant):  # the name moved to MA meanwhile: let it go
+        world.fp.resume(held)
+        return f"{what}: held {scope or 'a metalake'}, not MB's then (not reached)"
+    pids = worker_pids(server)
+    if held.pid not in pids:  # a pause left by a worker killed since (a kill -9 or an `exit` failpoint)
+        world.fp.resume(held)
+        return f"{what}: a stale pause of pid {held.pid} (not reached)"
+    began = time.monotonic()
+    world.frozen.add(replica.name)
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        world.stop.wait(rng.uniform(world.cfg.ttl_ms / 1000 + 0.5, 2 * world.cfg.ttl_ms / 1000 + 1.0))
+    finally:
+        world.fp.resume(held)
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        world.frozen.discard(replica.name)
+    world.freezes.append(Freeze(began, time.monotonic(), replica.name, point, scope))
+    return f"{what}: pid {held.pid} held {scope}, {len(pids)} worker(s) stopped {time.monotonic() - began:.1f}s"
 
 
 def lift_faults(world: World) -> None:
@@ -871,6 +1000,9 @@ def _cluster(cfg: SoakConfig, rng: random.Random) -> Iterator[World]:
             world.replicas.append(Replica(server.url, name, timeout=60))
         try:
             yield world
+            if cfg.keep_logs is not None:
+                subprocess.run(["cp", "-r", str(tmp), str(cfg.keep_logs)], check=False)
+                cfg.say(f"[soak] logs copied to {cfg.keep_logs}")
         except BaseException:
             cfg.say(f"[soak] logs kept in {tmp}.kept")
             subprocess.run(["cp", "-r", str(tmp), f"{tmp}.kept"], check=False)
@@ -913,10 +1045,12 @@ def run(cfg: SoakConfig) -> SoakResult:
         if chaos is not None:
             chaos.join(15)
         lift_faults(world)
-        for thread in threads:
+        for thread in threads + world.driven:
             thread.join(90)
         elapsed = time.monotonic() - started
         say(progress_line(world, started) + "  (load stopped)")
+        if cfg.keep_logs is not None:
+            say("[soak] nemesis timeline (monotonic):\n" + "\n".join(f"[soak]   {line}" for line in world.nemesis_log))
         for server in world.servers:
             server.wait_ready(60)
         settled = repair(world)
@@ -948,7 +1082,40 @@ def run(cfg: SoakConfig) -> SoakResult:
                        if op.outcome in ("failed", "uncertain"))
     return SoakResult(seed, report, strict, list(world.latencies), Counter(world.nemesis_counts), ambiguous,
                       settled, elapsed, refusals, Counter(world.outsider_counts),
-                      witnesses(report, ops, world.nemesis_log) + divergence_witnesses(world), fences)
+                      witnesses(report, ops, world.nemesis_log) + divergence_witnesses(world), fences,
+                      freeze_summary(world))
+
+
+def freeze_summary(world: World) -> str:
+    """The frozen holders of the run (FROZEN in the nemesis counts), and what the requests on MA's catalogs
+    whose interval overlapped a freeze were answered: MA must go on while a replica holding a claim in
+    MB is frozen. Says so when no freeze happened."""
+    if not world.cfg.nemesis:
+        return "frozen MB holder: none (nemesis off)"
+    missed = world.nemesis_counts[NOT_FROZEN]
+    if not world.freezes:
+        return f"frozen MB holder: NEVER HAPPENED in this run ({missed} armed, no worker held a claim in MB there in time)"
+    assert world.names is not None
+    during: Counter[str] = Counter()
+    inside = 0
+    for op in list(world.history.ops):
+        name = world.op_names.get(op.id)
+        if name is None or op.end is None:
+            continue
+        meant = world.names.candidates(name, op.start, op.end)
+        if not meant or not all(i.startswith("MA.") for i in meant):
+            continue
+        for freeze in world.freezes:
+            if op.start < freeze.ended and op.end > freeze.began:
+                busy = (op.body or {}).get("type") == "ScopeBusyException"
+                during[f"{op.outcome}{' (busy)' if busy else ''}"] += 1
+                inside += op.outcome == "ok" and freeze.began <= op.start and op.end <= freeze.ended
+                break
+    driven = Counter(f"{op.status} {(op.body or {}).get('type', '')}".strip() for op in world.driven_ops)
+    return (f"frozen MB holder: {len(world.freezes)} time(s) ({missed} more armed, not reached): "
+            + "; ".join(f"{f.replica} at {f.point} holding {f.scope} for {f.ended - f.began:.1f}s" for f in world.freezes)
+            + f". MA requests overlapping a freeze: {dict(during) or 'none'}, {inside} begun and acknowledged inside one"
+            + f"; the MB requests sent through the frozen replica answered {dict(driven)}")
 
 
 def engine_files(world: World) -> list[EngineFile]:
@@ -1026,6 +1193,7 @@ def render(result: SoakResult) -> str:
              f"[soak] nemesis: {dict(result.nemesis)}; {result.ambiguous} ops overlapped a rename of their "
              "catalog or metalake name (checked only as possible removals)",
              f"[soak] outsider (objects made in the engines, then imported): {dict(result.outsider)}",
+             f"[soak] {result.frozen}",
              "[soak] refused or uncertain: " + ", ".join(f"{k} {n}" for k, n in result.refusals.most_common(8)),
              "[soak] checker (uncertain ops may have applied):", result.report.render()]
     if result.fences is not None:
@@ -1051,12 +1219,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-nemesis", action="store_true")
     parser.add_argument("--plant-divergence", action="store_true",
                         help="self-check: drop one table from a sqlite engine after the load; the run must fail")
+    parser.add_argument("--keep-logs", type=Path, metavar="DIR",
+                        help="copy the replicas' logs there at the end and print the nemesis timeline")
     parser.add_argument("--fence-check", action="store_true",
                         help="PostgreSQL: no fence an engine accepted is granted again (tests/chaos/fence_check.py)")
     args = parser.parse_args(argv)
     result = run(SoakConfig(args.db, args.seconds, args.seed, args.lock, args.replicas, args.workers, args.threads,
                             args.ttl_ms, nemesis=not args.no_nemesis, plant_divergence=args.plant_divergence,
-                            fence_check=args.fence_check,
+                            fence_check=args.fence_check, keep_logs=args.keep_logs,
                             say=lambda line: print(line, flush=True)))
     print(render(result), flush=True)
     return 0 if result.ok else 1

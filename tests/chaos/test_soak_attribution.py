@@ -6,7 +6,17 @@ from __future__ import annotations
 import random
 
 from gravimeta.demo.history import CatalogState, History, check
-from tests.chaos.soak import Names, SoakConfig, World, attribute, witnesses
+from tests.chaos.soak import (
+    FROZEN,
+    NOT_FROZEN,
+    Freeze,
+    Names,
+    SoakConfig,
+    World,
+    attribute,
+    freeze_summary,
+    witnesses,
+)
 
 
 def test_a_name_denotes_both_objects_only_while_a_swap_is_in_flight():
@@ -54,3 +64,24 @@ def test_a_lost_write_is_reported_with_the_unacknowledged_ops_that_could_have_re
     assert lines[0] == "C s1.t0: 1 unacknowledged op(s) that would remove it"
     assert f"#{busy_drop.id} drop_schema" in lines[1] and lines[1].endswith("ScopeBusyException")
     assert lines[2:] == ["nemesis timeline:", "    [1.000-2.000] fp engine.after_call raise ScopeBusy on r2"]
+
+
+def test_the_summary_says_whether_a_frozen_holder_happened_and_what_ma_was_answered_meanwhile(tmp_path):
+    world = World(SoakConfig(), "sqlite://", tmp_path, random.Random(0), history=History())
+    world.names = Names({("ma", "c0"): "MA.memory", ("mb", "c0"): "MB.sqlite"})
+    world.nemesis_counts[NOT_FROZEN] += 2
+    assert freeze_summary(world).startswith("frozen MB holder: NEVER HAPPENED in this run (2 armed")
+    world.nemesis_counts[FROZEN] += 1
+    world.freezes.append(Freeze(10.0, 13.0, "r2", "claim.after_grant", "/mb/c0/s1"))
+    h = world.history
+    inside = h.finish(h.begin("create_table", "ma", "s0", table="t0"), 200, {})
+    busy = h.finish(h.begin("drop_table", "ma", "s0", table="t1"), 503, {"type": "ScopeBusyException"})
+    in_mb = h.finish(h.begin("create_table", "mb", "s0", table="t0"), 200, {})
+    before = h.finish(h.begin("create_table", "ma", "s1", table="t0"), 200, {})
+    for op, (start, end), name in ((inside, (10.5, 11.0), ("ma", "c0")), (busy, (9.0, 12.0), ("ma", "c0")),
+                                   (in_mb, (11.0, 12.0), ("mb", "c0")), (before, (1.0, 2.0), ("ma", "c0"))):
+        op.start, op.end = start, end
+        world.op_names[op.id] = name
+    summary = freeze_summary(world)
+    assert "1 time(s) (2 more armed, not reached): r2 at claim.after_grant holding /mb/c0/s1 for 3.0s" in summary
+    assert "MA requests overlapping a freeze: {'ok': 1, 'failed (busy)': 1}, 1 begun and acknowledged inside one" in summary
