@@ -132,7 +132,7 @@ class Coordinator:
         own = claim if isinstance(claim, TransactionClaim) else None
         token, current = _one_transaction.set(claim.one_transaction), _current.set(claim)
         try:
-            with self.tree_lock.locked(scope, lock_type), guard.installed(claim.fence_guard()), \
+            with self.tree_lock.locked(scope, lock_type), guard.installed(claim.fence_guard(), claim.path), \
                     guard.joining(None if own is None else own.transaction):
                 self._held()
                 yield

@@ -31,7 +31,7 @@ from gravimeta.store import attachments, convert, lock_waits
 from gravimeta.store import core_statements as cs
 from gravimeta.store.commit_check import CommitCheck
 from gravimeta.store.database import disabled_for_test, snapshot_session
-from gravimeta.store.guard import current_guard, joined_transaction
+from gravimeta.store.guard import current_guard, current_scope, joined_transaction
 from gravimeta.store.models import (
     CatalogRow,
     ColumnRow,
@@ -166,10 +166,10 @@ class EntityStore:
             guard = current_guard()
             if guard is not None:
                 guard(session)
-                failpoints.hit("guard.after_lock")
+                failpoints.hit("guard.after_lock", scope=current_scope())
             result = work(session)
             if guard is not None:
-                failpoints.hit("store.before_commit")
+                failpoints.hit("store.before_commit", scope=current_scope())
             return result
 
         for attempt in range(self.max_retries + 1):

@@ -27,6 +27,7 @@ WriteGuard = Callable[[Session], None]
 JoinedTransaction = Callable[[], AbstractContextManager[Session]]
 
 _current: ContextVar[WriteGuard | None] = ContextVar("gravimeta_write_guard", default=None)
+_scope: ContextVar[str] = ContextVar("gravimeta_write_guard_scope", default="")
 _joined: ContextVar[JoinedTransaction | None] = ContextVar("gravimeta_joined_transaction", default=None)
 _last: ContextVar[Callable[[], bool] | None] = ContextVar("gravimeta_last_write", default=None)
 
@@ -35,13 +36,21 @@ def current_guard() -> WriteGuard | None:
     return _current.get()
 
 
+def current_scope() -> str:
+    """The scope path of the claim whose guard is installed ('' when none): what the store's guard
+    failpoints report, so that a test can stop a write of one scope only (gravimeta/failpoints.py)."""
+    return _scope.get()
+
+
 @contextmanager
-def installed(guard: WriteGuard | None) -> Iterator[None]:
-    """Run every store write inside this block behind `guard`."""
-    token = _current.set(guard)
+def installed(guard: WriteGuard | None, scope: str | None = None) -> Iterator[None]:
+    """Run every store write inside this block behind `guard`, the guard of the claim on `scope` (a
+    path; None: the enclosing block's, for a guard that wraps the installed one)."""
+    token, scope_token = _current.set(guard), _scope.set(_scope.get() if scope is None else scope)
     try:
         yield
     finally:
+        _scope.reset(scope_token)
         _current.reset(token)
 
 

@@ -115,3 +115,41 @@ def test_the_source_hits_only_listed_failpoints():
     for path in [*REPO.glob("gravimeta/**/*.py"), *REPO.glob("connectors/**/*.py")]:
         hits.update(re.findall(r"failpoints\.hit\(\s*[\"']([^\"']+)[\"']", path.read_text()))
     assert hits <= set(failpoints.FAILPOINTS), sorted(hits - set(failpoints.FAILPOINTS))
+
+
+def test_the_store_guard_points_report_the_scope_of_the_claim_whose_guard_runs(tmp_path):
+    from sqlalchemy import create_engine
+
+    from gravimeta.concurrency.coordinator import Coordinator
+    from gravimeta.concurrency.tree_lock import TreeLock
+    from gravimeta.entities import NameIdentifier
+    from gravimeta.store import EntityStore, guard
+
+    class Claim:  # a lease-like claim whose guard checks nothing
+        one_transaction, fence, path = False, 1, "/m/c/s"
+
+        def fence_guard(self):
+            return lambda session: None
+
+        def release(self):
+            pass
+
+    class Claims:
+        def claim(self, scope):
+            return Claim()
+
+    fp = Failpoints(tmp_path / "fp")
+    failpoints.configure(directory=str(fp.dir), tag="")
+    store, coordinator = EntityStore(create_engine("sqlite://")), Coordinator(TreeLock(), Claims())
+    for point in ("guard.after_lock", "store.before_commit"):
+        fp.arm(point, "raise ScopeBusy", once=False, scope="/m/c/")
+        with coordinator.structural(NameIdentifier.of("m", "c", "s")):
+            with pytest.raises(errors.ScopeBusy, match=point):
+                store.write(lambda s: None)
+            with guard.installed(lambda s: None):  # a guard that wraps the claim's keeps its scope
+                with pytest.raises(errors.ScopeBusy, match=point):
+                    store.write(lambda s: None)
+        fp.arm(point, "raise ScopeBusy", once=False, scope="/other/")
+        with coordinator.structural(NameIdentifier.of("m", "c", "s")):
+            store.write(lambda s: None)  # a claim elsewhere: let through
+        fp.disarm(point)
