@@ -18,12 +18,14 @@ carries its identity in its comment, so a name can always be mapped back to the 
   new one), slows the hive stub down or holds its calls beyond the hive catalog's client timeout, cuts
   the last replica's database connection at a COMMIT (tests/support/tcp_proxy.py), and arms a random
   failpoint (gravimeta/failpoints.py: sleep, pause, fail, raise ScopeBusy, exit) in one replica or all.
-- A frozen holder in the other metalake (freeze_holder): a pause armed for one replica at a claim-held
-  point, for claims in MB only, one MB request sent through it, and once a worker stands there holding the
-  claim, every worker of that replica SIGSTOPped past the lease TTL while the workload goes on claiming and
-  stealing in MA. It is the nemesis's second action (again until one happened, 3 tries at most) and one
-  of its random ones; the summary says how often it happened (or that it never did) and what the MA
-  requests overlapping a freeze were answered.
+- A frozen holder in the other metalake (freeze_holder): pauses armed for one replica at a claim-held
+  point for claims in MB only (the first freeze of a run: inside the fenced store transaction, its claim
+  row locked) and at claim.after_grant for claims in MA only, one request of each sent through it, and once
+  a worker stands at the MB point holding its claim, every worker of that replica SIGSTOPped past the lease
+  TTL while the workload (routed around that replica) goes on claiming in MA, and a probe steals the frozen
+  MA claim through another replica. It is the nemesis's second action (again until one happened, 3 tries
+  at most) and one of its random ones; the summary says how often it happened (or that it never did), what
+  the probe and the MA requests overlapping a freeze were answered.
 - Every worker runs the background journal repair every BACKGROUND_REPAIR_MS (its passes claim scopes
   and judge intents while the workload and the nemesis run).
 - An outsider creates tables and schemas directly in the sqlite and hive engines and GETs them (import);
@@ -84,7 +86,7 @@ from tests.chaos.engine_check import Difference, EngineCatalog, Settled, compare
 from tests.chaos.fence_check import EngineFile, FenceReport, FenceWatch
 from tests.connectors.stub_process import StubProcess
 from tests.support.databases import fresh_database
-from tests.support.failpoints import Failpoints
+from tests.support.failpoints import Failpoints, Reached
 from tests.support.servers import ServerProcess
 from tests.support.tcp_proxy import TcpProxy
 
@@ -113,9 +115,12 @@ NEMESIS_POINTS = ("claim.before_grant", "claim.after_grant", "renew.before_commi
                   "advisory.before_lock", "advisory.after_lock", "store.before_commit", "engine.before_call",
                   "engine.after_call", "sqlite.before_begin", "node.before_beat")
 NEMESIS_ACTIONS = ("sleep 300", "sleep 2500", "pause", "fail", "raise ScopeBusy", "exit")
-#: where the frozen-holder action stops a replica while it holds a claim in MB: the claim granted and
-#: nothing done yet, or an engine operation's intent recorded (before or after its engine call)
-HOLDER_POINTS = ("claim.after_grant", "engine.before_call", "engine.after_call")
+#: where the frozen-holder action stops a replica while it holds a claim in MB: inside its fenced store
+#: transaction (the claim row locked FOR UPDATE by the guard; its writes done, before COMMIT), the claim
+#: granted and nothing done yet, or an engine operation's intent recorded (before or after its engine call).
+#: The first freeze of a run is always the first (what a steal in the other metalake must not wait for)
+HOLDER_POINTS = ("guard.after_lock", "store.before_commit", "claim.after_grant", "engine.before_call",
+                 "engine.after_call")
 #: the nemesis's actions, drawn at random; its second action is always a frozen holder (FROZEN), and so is
 #: each later one until a freeze happened (FORCED_HOLDER_TRIES at most): a short run reaches it for sure
 NEMESIS_CHOICES = ("stop", "stop", "kill", "hive", "hive", "commit", "failpoint", "failpoint", "failpoint", "holder")
@@ -242,13 +247,17 @@ class Names:
 @dataclass(frozen=True)
 class Freeze:
     """One frozen holder: `replica`'s workers SIGSTOPped from `began` to `ended` (monotonic) while one of
-    them stood at `point` holding its claim on `scope`, a path in metalake MB."""
+    them stood at `point` holding its claim on `scope`, a path in catalog `identity` of metalake MB;
+    `ma_scope`: the MA claim another held meanwhile ('' when none), `probe`: what its stealer was answered."""
 
     began: float
     ended: float
     replica: str
     point: str
     scope: str
+    identity: str = ""
+    ma_scope: str = ""
+    probe: str = ""
 
 
 @dataclass
@@ -284,8 +293,8 @@ class World:
     #: the requests the frozen-holder action sends through the replica it freezes (joined before the checks)
     driven: list[threading.Thread] = field(default_factory=list)
     driven_ops: list[Op] = field(default_factory=list)
-    #: the replicas frozen right now by the frozen-holder action (World.pick leaves them out)
-    frozen: set[str] = field(default_factory=set)
+    #: the replicas the frozen-holder action holds or freezes right now (World.pick leaves them out)
+    avoid: set[str] = field(default_factory=set)
     outsider_lock: threading.Lock = field(default_factory=threading.Lock)
     _lat_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -305,8 +314,8 @@ class World:
         """A random replica for a request; not one the frozen-holder action has frozen (as a balancer's
         health check would leave it out), so that the load goes on elsewhere while a holder is frozen."""
         replica = rng.choice(self.replicas)
-        if replica.name in self.frozen:
-            replica = next((r for r in self.replicas if r.name not in self.frozen), replica)
+        if replica.name in self.avoid:
+            replica = next((r for r in self.replicas if r.name not in self.avoid), replica)
         return replica
 
     def record(self, kind: str, seconds: float, status: int | None) -> None:
@@ -644,7 +653,7 @@ def nemesis(world: World) -> None:
         began = time.monotonic()
         try:
             if action == "holder":
-                action = freeze_holder(world, rng, index)
+                action = freeze_holder(world, rng, index, first=not world.freezes)
             elif action in ("stop", "kill"):
                 pids = worker_pids(server)
                 if not pids:
@@ -698,79 +707,125 @@ def nemesis(world: World) -> None:
         world.nemesis_log.append(f"[{began:.3f}-{time.monotonic():.3f}] {action} on {world.replicas[index].name}")
 
 
-def freeze_holder(world: World, rng: random.Random, index: int) -> str:
-    """A frozen holder in the other metalake: arm a pause at a claim-held point (HOLDER_POINTS) for replica
-    `index` and for claims under MB's current metalake name only, send one MB request through that
-    replica, and once one of its workers stands there holding the claim, SIGSTOP all its workers past the
-    lease TTL while the workload goes on claiming (and stealing the frozen replica's claims) in MA; then
-    SIGCONT them and let the held request go on. Returns the nemesis log's text ("... (not reached)" when
-    no worker of the replica stood there in MB in time: a swap moved the name, or the request was refused
-    before its claim)."""
+def freeze_holder(world: World, rng: random.Random, index: int, first: bool) -> str:
+    """A frozen holder in the other metalake. For replica `index`, arm a pause at a claim-held point
+    (HOLDER_POINTS; the first of a run inside the fenced store transaction) for claims under MB's current
+    name only, and one at claim.after_grant for claims under MA's (engine.before_call when the MB point is
+    that one); send one MB and one MA request through that replica (the workload is routed around it from
+    now on) and, once a worker stands at the MB point holding its claim, SIGSTOP every worker of the
+    replica past the lease TTL. Meanwhile the workload goes on claiming in MA, and a probe steals the
+    frozen MA claim (a request on the same scope through another replica, once that claim expired): it
+    must not wait for the frozen MB holder. Then SIGCONT and let both held requests go on. Returns the
+    nemesis log's text ("... (not reached)" when no worker stood at the MB point in MB in time: a swap
+    moved the name, or the request was refused before its claim)."""
     assert world.fp is not None and world.names is not None
     replica, server = world.replicas[index], world.servers[index]
-    point = rng.choice(HOLDER_POINTS)
-    # the engine points are reached only by an engine operation (the memory catalog runs in one store step)
-    ident = "MB.sqlite" if point.startswith("engine.") else rng.choice(("MB.sqlite", "MB.memory"))
-    name = world.names.current(ident)
-    if name is None:
-        return f"frozen holder at {point} in {ident}: no name (not reached)"
-    metalake, catalog = name
+    ttl_s = world.cfg.ttl_ms / 1000
+    point = HOLDER_POINTS[0] if first else rng.choice(HOLDER_POINTS)
+    # an engine operation (sqlite) reaches every point; the memory catalog's run whole in one store step
+    mb = rng.choice(("MB.sqlite", "MB.memory")) if point == "claim.after_grant" else "MB.sqlite"
+    ma_point = "engine.before_call" if point == "claim.after_grant" else "claim.after_grant"
+    ma = "MA.sqlite" if ma_point.startswith("engine.") else rng.choice(("MA.memory", "MA.sqlite", "MA.hive"))
+    mb_name, ma_name = world.names.current(mb), world.names.current(ma)
+    if mb_name is None or ma_name is None:
+        return f"frozen holder at {point} in {mb}: no name (not reached)"
+    armed_at = time.monotonic()
+    world.avoid.add(replica.name)
+    try:
+        world.fp.arm(point, "pause", tag=replica.name, scope=f"/{mb_name[0]}/")
+        world.fp.arm(ma_point, "pause", tag=replica.name, scope=f"/{ma_name[0]}/")
+        for name in (mb_name, ma_name):
+            _drive(world, rng, replica, name, rng.choice(("create_table", "drop_table", "rename_table")))
+        what = f"frozen holder at {point} in {mb} as /{'/'.join(mb_name)}"
+        try:
+            held = world.fp.wait_reached(point, tag=replica.name, timeout=3.0)
+        except AssertionError:
+            return f"{what} (not reached)"
+        finally:
+            world.fp.disarm(point, tag=replica.name)  # a `once` arming not taken yet: no later hit pauses
+        scope, pids = held.context.get("scope", ""), worker_pids(server)
+        if _identities(world, scope, armed_at) != {mb} or held.pid not in pids:
+            world.fp.resume(held)  # the name moved on meanwhile (a swap), or a pause of a worker killed since
+            return f"{what}: held {scope or 'no scope'} of pid {held.pid}, not {mb}'s then (not reached)"
+        try:
+            ma_held: Reached | None = world.fp.wait_reached(ma_point, tag=replica.name, timeout=1.0)
+        except AssertionError:
+            ma_held = None
+        finally:
+            world.fp.disarm(ma_point, tag=replica.name)
+        began = time.monotonic()
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+        probe = "no MA holder"
+        try:
+            until = began + rng.uniform(ttl_s + 0.5, 2 * ttl_s + 1.0)
+            if ma_held is not None and not world.stop.wait(ttl_s + 0.3):
+                probe = _steal_probe(world, rng, ma_held, armed_at)
+            world.stop.wait(max(0.0, until - time.monotonic()))
+        finally:
+            for reached in (held, ma_held):
+                if reached is not None:
+                    world.fp.resume(reached)
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+        ma_scope = ma_held.context.get("scope", "") if ma_held is not None else ""
+        world.freezes.append(Freeze(began, time.monotonic(), replica.name, point, scope, mb, ma_scope, probe))
+        return f"{what}: pid {held.pid} held {scope}, {len(pids)} worker(s) stopped " \
+               f"{time.monotonic() - began:.1f}s; MA holder {ma_scope or '-'}: {probe}"
+    finally:
+        world.avoid.discard(replica.name)
+
+
+def _identities(world: World, scope: str, since: float) -> set[str]:
+    """The catalog identities the (metalake, catalog) names of a scope path denoted since `since`."""
+    assert world.names is not None
+    parts = scope.split("/")
+    return world.names.candidates((parts[1], parts[2]), since, time.monotonic()) if len(parts) > 2 else set()
+
+
+def _drive(world: World, rng: random.Random, replica: Replica, name: tuple[str, str], kind: str) -> None:
+    """One recorded request on a catalog through `replica`, in a thread of its own (joined before the checks)."""
     s, s2 = rng.sample(SCHEMAS, 2)
     t, t2 = rng.sample(TABLES, 2)
-    kind = rng.choice(("create_table", "drop_table", "rename_table", "create_schema"))
-    armed_at = time.monotonic()
-    world.fp.arm(point, "pause", tag=replica.name, scope=f"/{metalake}/")
 
-    def drive() -> None:
-        rec = Recorder(world.history, metalake)
+    def send() -> None:
+        rec = Recorder(world.history, name[0])
         if kind == "create_table":
-            op = rec.create_table(replica, catalog, s, t)
+            op = rec.create_table(replica, name[1], s, t)
         elif kind == "drop_table":
-            op = rec.drop_table(replica, catalog, s, t)
-        elif kind == "rename_table":
-            op = rec.rename_table(replica, catalog, s, t, s2, t2)
+            op = rec.drop_table(replica, name[1], s, t)
         else:
-            op = rec.create_schema(replica, catalog, s)
+            op = rec.rename_table(replica, name[1], s, t, s, t2)
         world.op_names[op.id] = name
         world.driven_ops.append(world.recorded(op))
 
-    driver = threading.Thread(target=drive, daemon=True)
-    world.driven.append(driver)
-    driver.start()
-    what = f"frozen holder at {point}, {kind} in {ident} as /{metalake}/{catalog}"
-    try:
-        held = world.fp.wait_reached(point, tag=replica.name, timeout=3.0)
-    except AssertionError:
-        return f"{what} (not reached)"
-    finally:
-        world.fp.disarm(point, tag=replica.name)  # a `once` arming not taken yet: no later hit pauses
+    thread = threading.Thread(target=send, daemon=True)
+    world.driven.append(thread)
+    thread.start()
+
+
+def _steal_probe(world: World, rng: random.Random, held: Reached, since: float) -> str:
+    """A create on the frozen MA holder's scope (its schema, or a schema in its catalog) through another
+    replica, once that claim expired: it steals the claim, and must not wait for the frozen MB holder."""
     scope = held.context.get("scope", "")
     parts = scope.split("/")
-    claimed = (parts[1], parts[2]) if len(parts) > 2 else None
-    meant = world.names.candidates(claimed, armed_at, time.monotonic()) if claimed else set()
-    if not meant or not all(i.startswith("MB.") for i in meant):  # the name moved to MA meanwhile: let it go
-        world.fp.resume(held)
-        return f"{what}: held {scope or 'a metalake'}, not MB's then (not reached)"
-    pids = worker_pids(server)
-    if held.pid not in pids:  # a pause left by a worker killed since (a kill -9 or an `exit` failpoint)
-        world.fp.resume(held)
-        return f"{what}: a stale pause of pid {held.pid} (not reached)"
-    began = time.monotonic()
-    world.frozen.add(replica.name)
-    for pid in pids:
-        os.kill(pid, signal.SIGSTOP)
-    try:
-        world.stop.wait(rng.uniform(world.cfg.ttl_ms / 1000 + 0.5, 2 * world.cfg.ttl_ms / 1000 + 1.0))
-    finally:
-        world.fp.resume(held)
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
-        world.frozen.discard(replica.name)
-    world.freezes.append(Freeze(began, time.monotonic(), replica.name, point, scope))
-    return f"{what}: pid {held.pid} held {scope}, {len(pids)} worker(s) stopped {time.monotonic() - began:.1f}s"
+    idents = _identities(world, scope, since)
+    if len(idents) != 1 or len(parts) not in (3, 4):
+        return f"no probe ({scope} denoted {sorted(idents)})"
+    name = (parts[1], parts[2])
+    rec, replica = Recorder(world.history, name[0]), world.pick(rng)
+    table = f"probe{len(world.freezes)}"
+    op = rec.create_table(replica, name[1], parts[3], table) if len(parts) == 4 else \
+        rec.create_schema(replica, name[1], f"probe{len(world.freezes)}")
+    world.op_names[op.id] = name
+    world.recorded(op)
+    took = (op.end or time.monotonic()) - op.start
+    busy = (op.body or {}).get("type") == "ScopeBusyException"
+    return f"probe {op.kind} @{replica.name} -> {op.status} {(op.body or {}).get('type', '')}".rstrip() + \
+        f" in {took:.2f}s" + (" STALLED" if busy or op.status is None else "")
 
 
 def lift_faults(world: World) -> None:
@@ -1113,9 +1168,10 @@ def freeze_summary(world: World) -> str:
                 break
     driven = Counter(f"{op.status} {(op.body or {}).get('type', '')}".strip() for op in world.driven_ops)
     return (f"frozen MB holder: {len(world.freezes)} time(s) ({missed} more armed, not reached): "
-            + "; ".join(f"{f.replica} at {f.point} holding {f.scope} for {f.ended - f.began:.1f}s" for f in world.freezes)
+            + "; ".join(f"{f.replica} at {f.point} holding {f.scope} ({f.identity}) for {f.ended - f.began:.1f}s, "
+                        f"MA holder {f.ma_scope or '-'}: {f.probe}" for f in world.freezes)
             + f". MA requests overlapping a freeze: {dict(during) or 'none'}, {inside} begun and acknowledged inside one"
-            + f"; the MB requests sent through the frozen replica answered {dict(driven)}")
+            + f"; the MB and MA requests held in the frozen replica answered {dict(driven)}")
 
 
 def engine_files(world: World) -> list[EngineFile]:

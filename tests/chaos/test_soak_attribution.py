@@ -72,7 +72,8 @@ def test_the_summary_says_whether_a_frozen_holder_happened_and_what_ma_was_answe
     world.nemesis_counts[NOT_FROZEN] += 2
     assert freeze_summary(world).startswith("frozen MB holder: NEVER HAPPENED in this run (2 armed")
     world.nemesis_counts[FROZEN] += 1
-    world.freezes.append(Freeze(10.0, 13.0, "r2", "claim.after_grant", "/mb/c0/s1"))
+    world.freezes.append(Freeze(10.0, 13.0, "r2", "guard.after_lock", "/mb/c0/s1", "MB.sqlite", "/ma/c0/s2",
+                                "probe create_table @r1 -> 200 in 0.05s"))
     h = world.history
     inside = h.finish(h.begin("create_table", "ma", "s0", table="t0"), 200, {})
     busy = h.finish(h.begin("drop_table", "ma", "s0", table="t1"), 503, {"type": "ScopeBusyException"})
@@ -83,5 +84,6 @@ def test_the_summary_says_whether_a_frozen_holder_happened_and_what_ma_was_answe
         op.start, op.end = start, end
         world.op_names[op.id] = name
     summary = freeze_summary(world)
-    assert "1 time(s) (2 more armed, not reached): r2 at claim.after_grant holding /mb/c0/s1 for 3.0s" in summary
+    assert ("1 time(s) (2 more armed, not reached): r2 at guard.after_lock holding /mb/c0/s1 (MB.sqlite) for 3.0s, "
+            "MA holder /ma/c0/s2: probe create_table @r1 -> 200 in 0.05s") in summary
     assert "MA requests overlapping a freeze: {'ok': 1, 'failed (busy)': 1}, 1 begun and acknowledged inside one" in summary
