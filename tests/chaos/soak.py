@@ -760,7 +760,7 @@ def freeze_holder(world: World, rng: random.Random, index: int, first: bool) -> 
         try:
             until = began + rng.uniform(ttl_s + 0.5, 2 * ttl_s + 1.0)
             if ma_held is not None and not world.stop.wait(ttl_s + 0.3):
-                probe = _steal_probe(world, rng, ma_held, armed_at)
+                probe = _steal_probe(world, rng, ma_held)
             world.stop.wait(max(0.0, until - time.monotonic()))
         finally:
             for reached in (held, ma_held):
@@ -807,15 +807,21 @@ def _drive(world: World, rng: random.Random, replica: Replica, name: tuple[str, 
     thread.start()
 
 
-def _steal_probe(world: World, rng: random.Random, held: Reached, since: float) -> str:
+def _steal_probe(world: World, rng: random.Random, held: Reached) -> str:
     """A create on the frozen MA holder's scope (its schema, or a schema in its catalog) through another
-    replica, once that claim expired: it steals the claim, and must not wait for the frozen MB holder."""
+    replica, once that claim expired: it steals the claim, and must not wait for the frozen MB holder
+    (STALLED: refused busy or not answered; SLOW: answered after more than a lease TTL)."""
+    assert world.names is not None
     scope = held.context.get("scope", "")
     parts = scope.split("/")
-    idents = _identities(world, scope, since)
-    if len(idents) != 1 or len(parts) not in (3, 4):
-        return f"no probe ({scope} denoted {sorted(idents)})"
+    if len(parts) not in (3, 4):
+        return f"no probe (a claim on {scope})"
+    # the claim is on a path of names: the probe claims that path, whichever catalog its names denote now,
+    # as long as it is one of MA's (a swap of the metalakes' names may have made it MB's meanwhile)
     name = (parts[1], parts[2])
+    now = world.names.names().get(name, "")
+    if not now.startswith("MA."):
+        return f"no probe ({scope} denotes {now or 'no catalog'} now)"
     rec, replica = Recorder(world.history, name[0]), world.pick(rng)
     table = f"probe{len(world.freezes)}"
     op = rec.create_table(replica, name[1], parts[3], table) if len(parts) == 4 else \
@@ -825,7 +831,8 @@ def _steal_probe(world: World, rng: random.Random, held: Reached, since: float) 
     took = (op.end or time.monotonic()) - op.start
     busy = (op.body or {}).get("type") == "ScopeBusyException"
     return f"probe {op.kind} @{replica.name} -> {op.status} {(op.body or {}).get('type', '')}".rstrip() + \
-        f" in {took:.2f}s" + (" STALLED" if busy or op.status is None else "")
+        f" in {took:.2f}s" + (" STALLED" if busy or op.status is None else
+                              " SLOW" if took > world.cfg.ttl_ms / 1000 else "")
 
 
 def lift_faults(world: World) -> None:
