@@ -3,14 +3,17 @@ revision is not the one this code was written for."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from gravimeta.errors import SchemaVersionMismatch
 
@@ -53,9 +56,34 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     if current is not None and current not in _known_revisions():
         raise _newer(engine, current)
     config = alembic_config(engine)
-    with engine.begin() as conn:
+    with migration_connection(engine) as conn:
         config.attributes["connection"] = conn
         command.upgrade(config, revision)
+
+
+@contextmanager
+def migration_connection(engine: Engine) -> Iterator[Connection]:
+    """A connection in a transaction to migrate in (committed when the block ends normally). On SQLite
+    its foreign keys are off meanwhile: a revision that rebuilds a table (Alembic's batch mode: copy,
+    DROP, rename) would otherwise have the DROP delete the old table's rows first, and with them, by ON
+    DELETE CASCADE, the rows of other tables that refer to them (or fail on the others). The pragma only
+    takes effect outside a transaction, so it is set before BEGIN; the keys are checked before COMMIT
+    (`PRAGMA foreign_key_check`: no row may point at nothing) and switched on again after."""
+    with engine.connect() as conn:
+        if engine.dialect.name != "sqlite":
+            with conn.begin():
+                yield conn
+            return
+        raw: Any = conn.connection.driver_connection  # a statement through `conn` would begin first
+        raw.execute("PRAGMA foreign_keys=OFF")
+        try:
+            with conn.begin():
+                yield conn
+                broken = conn.exec_driver_sql("PRAGMA foreign_key_check").all()
+                if broken:
+                    raise RuntimeError(f"the migration left rows that refer to nothing: {broken[:5]}")
+        finally:
+            raw.execute("PRAGMA foreign_keys=ON")
 
 
 def check_schema(engine: Engine) -> None:

@@ -19,7 +19,7 @@ from alembic.script import ScriptDirectory
 
 from gravimeta.cluster import ClusterState, _port_free
 from gravimeta.store.database import create_store_engine
-from gravimeta.store.migrations import alembic_config, head_revision
+from gravimeta.store.migrations import alembic_config, head_revision, migration_connection
 from tests.ops.conftest import check, get, ready_status, wait_until
 from tests.support.databases import downgrade
 from tests.support.failpoints import Failpoints
@@ -74,7 +74,7 @@ def test_ready_says_the_schema_is_not_at_this_codes_revision_and_requests_wait_f
         assert refused.status_code == 503 and "gravimeta db upgrade" in refused.json()["message"]
         assert get(f"{server.url}/api/health/live").status_code == 200
 
-        with engine.begin() as conn:
+        with migration_connection(engine) as conn:  # on SQLite with foreign keys off, as upgrade() does
             config.attributes["connection"] = conn
             command.upgrade(config, "head")
         assert ready_status(server)[0] == 200

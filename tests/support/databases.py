@@ -18,7 +18,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
 from gravimeta.store.database import create_store_engine
-from gravimeta.store.migrations import alembic_config, upgrade
+from gravimeta.store.migrations import alembic_config, migration_connection, upgrade
 
 PG_ADMIN_URL = os.environ.get("GRAVIMETA_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 MYSQL_ADMIN_URL = os.environ.get("GRAVIMETA_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/test")
@@ -87,6 +87,6 @@ def downgrade(engine: Engine, revision: str) -> None:
     """alembic downgrade of the engine's database to `revision` (the migration tests' way back;
     gravimeta itself never downgrades)."""
     config = alembic_config(engine)
-    with engine.begin() as conn:
+    with migration_connection(engine) as conn:  # on SQLite with foreign keys off, as upgrade() does
         config.attributes["connection"] = conn
         command.downgrade(config, revision)
