@@ -89,7 +89,7 @@ class ConnectorCache:
 def _signature(catalog: Catalog) -> tuple[object, ...]:
     """What a cached connector was made from: a change of any of it makes a new connector. The catalog
     by its identity, id and create time (engine_keys.py): a store may give a dropped catalog's id to the
-    next one (SQLite reuses the highest rowid), and a catalog re-created under the same name must not get
+    next one (SQLite did before alembic 0019: it reused the highest rowid), and a catalog re-created under the same name must not get
     the dropped one's connector, made before the drop, without the delivery of its pending retirements."""
     created = None if disabled_for_test("connector_identity") else catalog.audit.create_time  # TEST-ONLY when off
     return catalog.id, created, catalog.provider, tuple(sorted(catalog.properties.items()))

@@ -9,8 +9,8 @@ their store ids, each with its create time:
 
 - a rename (of the metalake, the catalog or a table) changes no key: old and new calls stay related;
 - an object dropped and created again under the same name is another object with another key; the
-  create time keeps that true where a database may hand out a deleted row's id again (SQLite reuses the
-  highest rowid once its row is deleted) and across stores that share one engine;
+  create time keeps that true where a database may hand out a deleted row's id again (SQLite reused the
+  highest rowid once its row was deleted, before alembic 0019) and across stores that share one engine;
 - a schema the store does not have (only the engine has it) under a schema's claim is named by its name,
   '/s~<name>': its key is related to its catalog's, never to a sibling schema's (a sibling's claim may
   hold a higher token at the same time). It can only come into the store, or leave it, through a

@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import ForeignKey, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from gravimeta.store.models import AuditColumns, Base, name_type
+from gravimeta.store.models import NEVER_REUSED, AuditColumns, Base, name_type
 
 USER, GROUP = "USER", "GROUP"
 #: the kinds of object an owner row can belong to, and the column of each kind's own foreign key
@@ -18,7 +18,8 @@ class PrincipalRow(AuditColumns, Base):
     """A user or group added to a metalake."""
 
     __tablename__ = "gm_principal"
-    __table_args__ = (UniqueConstraint("metalake_id", "kind", "name", name="uq_principal_metalake_kind_name"),)
+    __table_args__ = (UniqueConstraint("metalake_id", "kind", "name", name="uq_principal_metalake_kind_name"),
+                      NEVER_REUSED)
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     metalake_id: Mapped[int] = mapped_column(ForeignKey("gm_metalake.id", ondelete="CASCADE"), nullable=False)
     kind: Mapped[str] = mapped_column(String(8), nullable=False)  # USER or GROUP

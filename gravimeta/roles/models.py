@@ -12,7 +12,7 @@ from __future__ import annotations
 from sqlalchemy import ForeignKey, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from gravimeta.store.models import AuditColumns, Base, JSONText, name_type
+from gravimeta.store.models import NEVER_REUSED, AuditColumns, Base, JSONText, name_type
 
 #: the kinds of object a role can hold privileges on here, and the column of each kind's foreign key
 OBJECT_COLUMNS = {"METALAKE": "metalake_id", "CATALOG": "catalog_id", "SCHEMA": "schema_id",
@@ -23,7 +23,7 @@ class RoleRow(AuditColumns, Base):
     """A role of a metalake; its creator owns it until another owner is set (gm_owner)."""
 
     __tablename__ = "gm_role"
-    __table_args__ = (UniqueConstraint("metalake_id", "name", name="uq_role_metalake_name"),)
+    __table_args__ = (UniqueConstraint("metalake_id", "name", name="uq_role_metalake_name"), NEVER_REUSED)
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     metalake_id: Mapped[int] = mapped_column(ForeignKey("gm_metalake.id", ondelete="CASCADE"), nullable=False)
     name: Mapped[str] = mapped_column(name_type(), nullable=False)

@@ -16,7 +16,7 @@ from sqlalchemy.dialects import mysql, postgresql
 from sqlalchemy.orm import Mapped, mapped_column
 
 from gravimeta.entities import Audit
-from gravimeta.store.models import AuditColumns, Base, JSONText, name_type
+from gravimeta.store.models import NEVER_REUSED, AuditColumns, Base, JSONText, name_type
 
 #: partition names ("dt=2025-12-03/country=us") are longer than entity names; 512 keeps the MySQL
 #: unique keys that include one under InnoDB's 3072-byte limit (4 bytes per utf8mb4 character)
@@ -35,7 +35,7 @@ def partition_name_type() -> Any:
 
 class TagRow(AuditColumns, Base):
     __tablename__ = "gm_tag"
-    __table_args__ = (UniqueConstraint("metalake_id", "name", name="uq_tag_metalake_name"),)
+    __table_args__ = (UniqueConstraint("metalake_id", "name", name="uq_tag_metalake_name"), NEVER_REUSED)
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     metalake_id: Mapped[int] = mapped_column(ForeignKey("gm_metalake.id"), nullable=False)
     name: Mapped[str] = mapped_column(name_type(), nullable=False)

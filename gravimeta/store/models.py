@@ -26,6 +26,10 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
 NAME_LENGTH = 128
+#: On SQLite an id is never handed out again after its row is deleted (AUTOINCREMENT; alembic/versions/0019):
+#: intents, owners, tags and privileges name objects by id, and a new object must inherit nothing of a
+#: dropped one. PostgreSQL and MariaDB never reuse an id anyway.
+NEVER_REUSED = {"sqlite_autoincrement": True}
 
 
 def name_type(length: int = NAME_LENGTH) -> Any:
@@ -71,6 +75,7 @@ class AuditColumns:
 
 class MetalakeRow(AuditColumns, Base):
     __tablename__ = "gm_metalake"
+    __table_args__ = NEVER_REUSED
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     name: Mapped[str] = mapped_column(name_type(), nullable=False, unique=True)
     comment: Mapped[str | None] = mapped_column(Text)
@@ -80,7 +85,7 @@ class MetalakeRow(AuditColumns, Base):
 
 class CatalogRow(AuditColumns, Base):
     __tablename__ = "gm_catalog"
-    __table_args__ = (UniqueConstraint("metalake_id", "name", name="uq_catalog_metalake_name"),)
+    __table_args__ = (UniqueConstraint("metalake_id", "name", name="uq_catalog_metalake_name"), NEVER_REUSED)
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     metalake_id: Mapped[int] = mapped_column(ForeignKey("gm_metalake.id"), nullable=False)
     name: Mapped[str] = mapped_column(name_type(), nullable=False)
@@ -93,7 +98,7 @@ class CatalogRow(AuditColumns, Base):
 
 class SchemaRow(AuditColumns, Base):
     __tablename__ = "gm_schema"
-    __table_args__ = (UniqueConstraint("catalog_id", "name", name="uq_schema_catalog_name"),)
+    __table_args__ = (UniqueConstraint("catalog_id", "name", name="uq_schema_catalog_name"), NEVER_REUSED)
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     catalog_id: Mapped[int] = mapped_column(ForeignKey("gm_catalog.id"), nullable=False)
     name: Mapped[str] = mapped_column(name_type(), nullable=False)
@@ -103,7 +108,7 @@ class SchemaRow(AuditColumns, Base):
 
 class TableRow(AuditColumns, Base):
     __tablename__ = "gm_table"
-    __table_args__ = (UniqueConstraint("schema_id", "name", name="uq_table_schema_name"),)
+    __table_args__ = (UniqueConstraint("schema_id", "name", name="uq_table_schema_name"), NEVER_REUSED)
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     schema_id: Mapped[int] = mapped_column(ForeignKey("gm_schema.id"), nullable=False)
     name: Mapped[str] = mapped_column(name_type(), nullable=False)
@@ -117,7 +122,7 @@ class TableRow(AuditColumns, Base):
 
 class ColumnRow(Base):
     __tablename__ = "gm_column"
-    __table_args__ = (UniqueConstraint("table_id", "name", name="uq_column_table_name"),)
+    __table_args__ = (UniqueConstraint("table_id", "name", name="uq_column_table_name"), NEVER_REUSED)
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     table_id: Mapped[int] = mapped_column(ForeignKey("gm_table.id"), nullable=False)
     position: Mapped[int] = mapped_column(Integer, nullable=False)

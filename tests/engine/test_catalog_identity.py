@@ -12,7 +12,17 @@ the next operation under the new name repairs them.
 
 from __future__ import annotations
 
-from tests.engine.conftest import Api, engine_of, hive_properties, ok, sqlite_properties
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import select
+
+from gravimeta.entities import Column, Schema, Table
+from gravimeta.store import EntityStore
+from gravimeta.store.journal import operation_journal
+from tests.conftest import require_backend
+from tests.engine.conftest import Api, Cluster, engine_of, hive_properties, ok, sqlite_properties
+from tests.support.databases import fresh_database
 
 
 def leave_a_drop_intent_and_replace_the_catalog(cluster, stub, through_the_store=False):
@@ -32,9 +42,6 @@ def leave_a_drop_intent_and_replace_the_catalog(cluster, stub, through_the_store
     assert ok(api.drop_catalog())["dropped"] is True
     ok(api.catalog("memory", {}))
     if through_the_store:
-        from gravimeta.entities import Column, Schema, Table
-        from gravimeta.store import EntityStore
-
         store = EntityStore(cluster.engine)
         store.create_schema("m", "c", Schema("s"), "u")
         store.create_table("m", "c", "s", Table("t", [Column("id", "integer")]), "u")
@@ -87,3 +94,50 @@ def test_a_renamed_catalog_takes_its_open_intents_along(cluster, monkeypatch):
     engine = engine_of(cluster, "sqlite", properties, monkeypatch, c="c2")
     assert api.tables(c="c2") == engine.list_tables("s") == ["t", "t2"]
     assert api.tables(c="c") == [] and cluster.open_intents() == []
+
+
+@pytest.fixture(params=["sqlite", "postgresql", "mysql"])
+def any_store_cluster(request, tmp_path, cluster_of) -> Iterator[Cluster]:
+    """Replicas on a fresh store of each backend: SQLite too, where an INTEGER PRIMARY KEY without
+    AUTOINCREMENT hands the highest id out again once its row is deleted."""
+    require_backend(request.param)
+    with fresh_database(request.param, tmp_path) as url:
+        yield cluster_of(url)
+
+
+@pytest.mark.parametrize("new_name", ["c", "c2"])
+def test_a_catalog_made_after_a_drop_never_takes_over_the_dropped_catalogs_intents(any_store_cluster, stub, new_name):
+    """The hive catalog c's drop of schema s is left open (the metastore failed it); c is force-dropped and
+    a sqlite catalog (named c again, or c2) is made with schema s and table t in the store only (its engine
+    file has no s). The new catalog must get a new id: with the dropped one's id, the repair took the
+    leftover for the new catalog's (moved it there, when named c2), saw no s in its engine, took the drop
+    for done and rolled it forward, dropping the new catalog's s and t from the store."""
+    cluster = any_store_cluster
+    api = Api(cluster.replica("a"))
+    ok(api.metalake())
+    ok(api.catalog("hive", hive_properties(stub)))
+    ok(api.schema())
+    stub.fault("fail", ops=["drop_database"])
+    status, body = api.drop_schema()
+    assert status == 502 and "pending operation" in body["message"], body
+    [left] = cluster.open_intents()
+    left_catalog = catalog_id_of(cluster, left.id)
+    stub.clear_faults()
+    assert ok(api.drop_catalog())["dropped"] is True
+    ok(api.catalog("sqlite", {**sqlite_properties(), "path": "new.db"}, c=new_name))
+    store = EntityStore(cluster.engine)
+    store.create_schema("m", new_name, Schema("s"), "u")
+    store.create_table("m", new_name, "s", Table("t", [Column("id", "integer")]), "u")
+    new_id = store.get_catalog("m", new_name).id
+    result = cluster.repair_command("--settle-seconds", "0")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "repair: 1 discarded" in result.stdout, result.stdout + result.stderr
+    assert api.schemas(c=new_name) == ["s"] and api.tables(c=new_name) == ["t"]
+    assert cluster.open_intents() == []
+    assert new_id != left_catalog, "the new catalog got the dropped one's id"
+
+
+def catalog_id_of(cluster: Cluster, intent_id: int) -> int:
+    j = operation_journal.c
+    with cluster.engine.connect() as conn:
+        return conn.execute(select(j.catalog_id).where(j.id == intent_id)).scalar_one()

@@ -259,7 +259,7 @@ def test_a_drop_in_flight_on_a_metastore_its_catalog_moved_off_cannot_touch_the_
 
 
 def test_a_move_retires_on_a_sqlite_store(sqlite_db_cluster, stub, tmp_path):
-    """The move, on replicas sharing one SQLite store. (The namesake cases need no SQLite variant to show
-    their mechanism: there the namesake gets the dropped catalog's id again, so the held drop's open
-    intent counts as the namesake's, and the repair its import runs first fences the held drop out too.)"""
+    """The move, on replicas sharing one SQLite store. (The namesake cases need no SQLite variant: ids are
+    never handed out again there either (revision 0019), so the namesake is another catalog, as on
+    PostgreSQL and MariaDB.)"""
     move_under_a_held_drop(sqlite_db_cluster, stub, tmp_path, "told")

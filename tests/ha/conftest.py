@@ -53,7 +53,8 @@ GRAVIMETA_HA_DISABLE (test-only) names one mechanism, or several separated by co
                     (dispatch/retirement.py; test_engine_identity_races.py, the postgresql-auto cases)
   connector_identity  the connector cache knows a catalog by id, provider and properties, not also its create
                     time (dispatch/connector_cache.py; test_partition_races.py, the namesake on a SQLite
-                    store: the dropped catalog's connector is handed out, its retirement never delivered)
+                    store: the dropped catalog's connector is handed out, its retirement never delivered;
+                    fails only on a store before alembic 0019, since which SQLite reuses no id either)
   endpoint_addresses  a hive catalog's engine locations are its metastore endpoints as written, not also
                     by the addresses they resolve to (connectors/hive.py endpoint_places, read from the
                     environment there; test_engine_identity_races.py, a namesake that spells the

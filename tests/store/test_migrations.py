@@ -426,3 +426,64 @@ def test_the_node_revision_revision_adds_the_column_and_goes_back_and_a_worker_r
     monkeypatch.delenv("GRAVIMETA_HA_DISABLE")
     upgrade(engine)
     assert current_revision(engine) == head_revision()
+
+
+def test_the_ids_revision_makes_sqlite_ids_never_reused_keeps_the_rows_and_goes_back(empty_url, engine_of):
+    """Revision 0019 rebuilds SQLite's object tables with AUTOINCREMENT (a no-op elsewhere, where ids were
+    never reused): the rows and what refers to them survive the rebuild (the foreign keys are off meanwhile,
+    so no ON DELETE CASCADE fires), a catalog dropped before the upgrade whose intent is still open is not
+    succeeded by a new catalog under its id, and from then on a dropped object's id is never handed out
+    again, at any level. A downgrade rebuilds the tables as they were."""
+    from gravimeta.entities import Catalog, Schema
+
+    engine = engine_of(empty_url)
+    sqlite = engine.dialect.name == "sqlite"
+    upgrade(engine, "0018")
+    store = EntityStore(engine)
+    store.create_metalake(Metalake("m"), "u")
+    kept = store.create_catalog(Catalog("m", "kept", "relational", "memory"), "u")
+    gone = store.create_catalog(Catalog("m", "gone", "relational", "memory"), "u")
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO gm_owner (object_kind, object_id, metalake_id, catalog_id, owner_type, "
+                          "owner_name, version) SELECT 'CATALOG', id, metalake_id, id, 'USER', 'bob', 1 "
+                          "FROM gm_catalog WHERE name = 'kept'"))
+        conn.execute(text("INSERT INTO gm_operation_journal (scope_path, operation, payload, state, holder, "
+                          "created_at, catalog_id) VALUES ('/m/gone', 'drop_schema', '{}', 'pending', 'h', "
+                          ":now, :c)"), {"now": "2026-12-05 09:00:00", "c": gone.id})
+    assert store.drop_catalog("m", "gone", cascade=True) is True
+
+    upgrade(engine)
+    assert current_revision(engine) == head_revision()
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT c.name, o.owner_name FROM gm_owner o JOIN gm_catalog c ON c.id = o.catalog_id"
+                                 )).all() == [("kept", "bob")]
+        if sqlite:
+            assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+    store = EntityStore(engine)
+    assert store.get_catalog("m", "kept").id == kept.id
+    after = store.create_catalog(Catalog("m", "after", "relational", "memory"), "u")
+    assert after.id > gone.id, "a catalog made after the upgrade took the id of a dropped catalog with an open intent"
+    store.create_schema("m", "after", Schema("s"), "u")
+    with store.snapshot() as s:
+        first = store.schema_row(s, "m", "after", "s").id
+    assert store.drop_schema("m", "after", "s", cascade=True) is True
+    store.create_schema("m", "after", Schema("s"), "u")
+    with store.snapshot() as s:
+        assert store.schema_row(s, "m", "after", "s").id > first
+    assert store.drop_catalog("m", "after", cascade=True) is True
+    assert store.create_catalog(Catalog("m", "after", "relational", "memory"), "u").id > after.id
+    with engine.connect() as conn:
+        tables = conn.execute(text("SELECT name, sql FROM sqlite_master WHERE type = 'table'")).all() if sqlite else []
+    assert {name for name, sql in tables if "AUTOINCREMENT" in sql} == ({
+        "gm_metalake", "gm_catalog", "gm_schema", "gm_table", "gm_column", "gm_tag", "gm_role", "gm_principal",
+        "gm_operation_journal"} if sqlite else set())
+
+    downgrade(engine, "0018")
+    assert current_revision(engine) == "0018"
+    with engine.connect() as conn:
+        if sqlite:
+            assert not [n for n, sql in conn.execute(text("SELECT name, sql FROM sqlite_master WHERE type = 'table'"))
+                        if "AUTOINCREMENT" in sql and n != "gm_operation_journal"]
+        assert conn.execute(text("SELECT count(*) FROM gm_owner")).scalar_one() == 1
+    upgrade(engine)
+    assert current_revision(engine) == head_revision()
