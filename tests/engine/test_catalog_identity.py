@@ -25,10 +25,12 @@ from tests.engine.conftest import Api, Cluster, engine_of, hive_properties, ok, 
 from tests.support.databases import fresh_database
 
 
-def leave_a_drop_intent_and_replace_the_catalog(cluster, stub, through_the_store=False):
-    """The old catalog's leftover drop intent, and a new memory catalog c with schema s and table t.
-    `through_the_store`: s and t are written straight into the store, so that no operation on the new
-    catalog has looked at the journal yet (each would settle the leftover first)."""
+def leave_a_drop_intent_and_replace_the_catalog(cluster, stub, through_the_store=False, provider="memory",
+                                                properties=None, c="c"):
+    """The old catalog's leftover drop intent, and a new catalog c (memory, or `provider` with `properties`
+    and the name `c`) with schema s and table t. `through_the_store`: s and t are written straight into the
+    store, so that no operation on the new catalog has looked at the journal yet (each would settle the
+    leftover first)."""
     api = Api(cluster.replica("a"))
     ok(api.metalake())
     ok(api.catalog("hive", hive_properties(stub)))
@@ -40,14 +42,14 @@ def leave_a_drop_intent_and_replace_the_catalog(cluster, stub, through_the_store
     assert (left.operation, left.scope_path) == ("drop_schema", "/m/c")
     stub.clear_faults()
     assert ok(api.drop_catalog())["dropped"] is True
-    ok(api.catalog("memory", {}))
+    ok(api.catalog(provider, properties or {}, c=c))
     if through_the_store:
         store = EntityStore(cluster.engine)
-        store.create_schema("m", "c", Schema("s"), "u")
-        store.create_table("m", "c", "s", Table("t", [Column("id", "integer")]), "u")
+        store.create_schema("m", c, Schema("s"), "u")
+        store.create_table("m", c, "s", Table("t", [Column("id", "integer")]), "u")
     else:
-        ok(api.schema())
-        ok(api.table("t"))
+        ok(api.schema(c=c))
+        ok(api.table("t", c=c))
     return api
 
 
@@ -113,22 +115,11 @@ def test_a_catalog_made_after_a_drop_never_takes_over_the_dropped_catalogs_inten
     leftover for the new catalog's (moved it there, when named c2), saw no s in its engine, took the drop
     for done and rolled it forward, dropping the new catalog's s and t from the store."""
     cluster = any_store_cluster
-    api = Api(cluster.replica("a"))
-    ok(api.metalake())
-    ok(api.catalog("hive", hive_properties(stub)))
-    ok(api.schema())
-    stub.fault("fail", ops=["drop_database"])
-    status, body = api.drop_schema()
-    assert status == 502 and "pending operation" in body["message"], body
+    api = leave_a_drop_intent_and_replace_the_catalog(cluster, stub, through_the_store=True, provider="sqlite",
+                                                      properties={**sqlite_properties(), "path": "new.db"}, c=new_name)
     [left] = cluster.open_intents()
-    left_catalog = catalog_id_of(cluster, left.id)
-    stub.clear_faults()
-    assert ok(api.drop_catalog())["dropped"] is True
-    ok(api.catalog("sqlite", {**sqlite_properties(), "path": "new.db"}, c=new_name))
-    store = EntityStore(cluster.engine)
-    store.create_schema("m", new_name, Schema("s"), "u")
-    store.create_table("m", new_name, "s", Table("t", [Column("id", "integer")]), "u")
-    new_id = store.get_catalog("m", new_name).id
+    left_catalog = catalog_id_of(cluster, left.id)  # the dropped catalog's id, as the intent names it
+    new_id = EntityStore(cluster.engine).get_catalog("m", new_name).id
     result = cluster.repair_command("--settle-seconds", "0")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "repair: 1 discarded" in result.stdout, result.stdout + result.stderr
