@@ -18,9 +18,9 @@ A claim on P is granted in ONE transaction that
      are never deleted, so fences never reset), and
   5. inserts the claim row, expiring TTL later by the database clock.
 On PostgreSQL the whole transaction is one call of the database function gm_claim_scope (alembic
-revisions 0004 and 0012: the same statements in the same order, one round trip instead of eight or more), which also
+revisions 0004, 0012 and 0020: the same statements in the same order, one round trip instead of eight or more), which also
 takes the scope's advisory locks when advisory-path operations can run (PG_ADVISORY, AUTO). On
-MySQL/MariaDB it is one call of the stored procedure gm_claim_scope (alembic revisions 0013 and 0015,
+MySQL/MariaDB it is one call of the stored procedure gm_claim_scope (alembic revisions 0013, 0015 and 0020,
 the same statements again). On SQLite the statements are sent one by one. The anchor rows are created
 beforehand, once, in a transaction of their own that is bounded like the claim (_ensure_anchors).
 
@@ -43,6 +43,10 @@ plain read, as before, without waiting for its holder's transactions or holding 
 up that claim's renewal). It does wait for the fenced store transaction of a related holder whose
 lease has expired, as the steal's DELETE always did, and for no other row. Every such wait is bounded:
 an attempt waits on row locks at most until the claim's deadline (gravimeta/store/lock_waits.py), and an attempt that runs out of it counts as busy.
+A root claim does not wait there at all: it holds '/' FOR UPDATE, which every other claim needs, so its
+wait on one holder stalled in a fenced transaction would hold up the claims of every metalake. It locks
+the rows NOWAIT, and a row another transaction holds makes the attempt busy at once: its transaction
+ends, '/' is free again, and it retries with backoff like any busy attempt (alembic revision 0020).
 """
 
 from __future__ import annotations
@@ -68,7 +72,7 @@ from gravimeta.store.commit_check import lost_answer
 log = logging.getLogger(__name__)
 
 
-# The whole claim transaction on PostgreSQL, in one call (alembic/versions/0012_claim_locks_related_leases.py,
+# The whole claim transaction on PostgreSQL, in one call (alembic/versions/0020_root_claim_gives_up_on_a_locked_claim_row.py,
 # first written as 0004).
 _PG_CLAIM = text(
     # the first argument also sets lock_timeout for the call (lock_waits.pg_argument)
@@ -226,7 +230,7 @@ class ClaimTransaction:
         if any(r.live for r in related):
             return False
         if related:
-            related = self._lock_claims(conn, [r.scope_path for r in related])
+            related = self._lock_claims(conn, [r.scope_path for r in related], nowait=path == paths.ROOT_PATH)
             if any(r.live for r in related):
                 return False
         self._steal(conn, related)
@@ -243,7 +247,7 @@ class ClaimTransaction:
         ).all()
         return [r for r in rows if paths.related(r.scope_path, path)]  # SQLite LIKE ignores ASCII case
 
-    def _lock_claims(self, conn: Connection, keys: list[str]) -> list[Row]:
+    def _lock_claims(self, conn: Connection, keys: list[str], nowait: bool = False) -> list[Row]:
         """The claims on `keys` (found by _related_claims), each read FOR UPDATE by its primary key and
         judged again: PostgreSQL re-reads a row updated while it waited, InnoDB's locking read returns
         the latest committed version (SQLite: BEGIN IMMEDIATE already excludes other writers). One
@@ -251,12 +255,15 @@ class ClaimTransaction:
         that test's plan (a full scan, or a range scan reading one row past its range) visits claims of
         other metalakes, so a holder frozen inside its fenced transaction anywhere would stall this
         claim while it holds its metalake's anchor (alembic/versions/0015). No related claim can appear
-        meanwhile (each takes the anchor this transaction holds); a released one is simply not found."""
+        meanwhile (each takes the anchor this transaction holds); a released one is simply not found.
+        `nowait` (a root claim, which holds '/' FOR UPDATE and so excludes every other claim): a row locked
+        by another transaction raises the lock error at once, which _try_claim answers as busy, instead
+        of a wait that would hold up the claims of every metalake (alembic/versions/0020)."""
         lease = scope_lease.c
         query = select(lease.scope_path, lease.holder_id, lease.fence,
                        (lease.lease_expires_at > db_now(self.dialect)).label("live"))
         return [row for key in keys
-                for row in conn.execute(query.where(lease.scope_path == key).with_for_update()).all()]
+                for row in conn.execute(query.where(lease.scope_path == key).with_for_update(nowait=nowait)).all()]
 
     def _steal(self, conn: Connection, related: list[Row]) -> None:
         """Delete the expired ones among `related` (a steal: their holders' fence checks now fail)."""

@@ -22,15 +22,19 @@ fails undoes only itself, as it would in a transaction of its own. A first write
 transaction; a write after it takes the locks again in a new one only if they are free (it holds the
 TreeLock now and must not wait), else ScopeBusy.
 
-Taking the claim is one call of the database function gm_advisory_claim (alembic revisions 0006 and
-0011): a lock that is taken is waited for in PostgreSQL's lock queue, in arrival order, for at most what
+Taking the claim is one call of the database function gm_advisory_claim (alembic revisions 0006,
+0011 and 0020): a lock that is taken is waited for in PostgreSQL's lock queue, in arrival order, for at most what
 is left of the claim timeout, then ScopeBusy (the transaction rolls back and frees what it took). Once
 it has the locks, the function reads the related rows of gm_scope_lease FOR SHARE under the same
 lock_timeout: that waits for any lease holder's in-flight fenced store transaction (its guard holds its
 row FOR UPDATE) and any renewal, and keeps an expired row locked so its holder cannot pass its guard
 again until this claim ends. A live related lease answers 'leased' (the row locks are given back, the
-advisory locks kept); the claim sleeps with backoff and calls again. The lease backend takes the same
-advisory locks in its claim transaction on PostgreSQL (LeaseBackend's advisory_plan, given lock_plan),
+advisory locks kept); the claim sleeps with backoff and calls again. A root claim (a metalake create,
+rename or drop) reads those rows FOR SHARE NOWAIT (revision 0020): it holds the exclusive lock on '/',
+which every other claim needs shared, so waiting there for one holder stalled in a fenced transaction
+would hold up the claims of every metalake; a row another transaction holds answers 'busy', with the
+advisory locks given back too, and the claim sleeps with backoff and calls again. The lease backend
+takes the same advisory locks in its claim transaction on PostgreSQL (LeaseBackend's advisory_plan, given lock_plan),
 so replicas or operations that use different backends on one database exclude each other (docs/ha.md).
 
 SOUND ONLY for operations whose cross-node state change is store writes in this one transaction: the
@@ -79,7 +83,7 @@ def lock_plan(path: str) -> list[tuple[int, bool]]:
     return [(advisory_key(a), False) for a in paths.ancestors(path)] + [(advisory_key(path), True)]
 
 
-# The claim's one call (alembic/versions/0011, first written as 0006): the locks, then the related leases FOR SHARE.
+# The claim's one call (alembic/versions/0020, first written as 0006): the locks, then the related leases FOR SHARE.
 _ADVISORY_CLAIM = text(
     "SELECT gm_advisory_claim(CAST(:shared AS bigint[]), CAST(:exclusive AS bigint), "
     "CAST(:related AS text[]), CAST(:descendants AS text), CAST(:wait_ms AS bigint))"
@@ -169,7 +173,9 @@ class AdvisoryClaim:
                     f"Another operation is changing {self.path} or a related scope; gave up after "
                     f"{self.backend.timeout_ms if wait else 0} ms, retry later"
                 )
-            backoff.sleep(deadline)  # 'leased': a lease on a related path must end first (or: polling)
+            # 'leased': a lease on a related path must end first (or: polling); 'busy': a root claim met a
+            # related lease row locked by another transaction and gave its locks back (revision 0020)
+            backoff.sleep(deadline)
 
     @contextmanager
     def transaction(self) -> Iterator[Session]:

@@ -257,10 +257,7 @@ def test_a_database_at_0014_upgrades_to_the_claim_procedure_that_locks_found_key
     engine = engine_of(empty_url)
     mysql = engine.dialect.name in ("mysql", "mariadb")
     upgrade(engine, "0014")
-    with engine.begin() as conn:
-        conn.execute(text("INSERT INTO gm_claim_anchor (anchor, fence) VALUES ('/', 0), ('/m', 5)"))
-        conn.execute(text("INSERT INTO gm_scope_lease (scope_path, holder_id, fence, lease_expires_at, acquired_at, "
-                          "updated_at) VALUES ('/m/c', 'gone', 5, :t, :t, :t)"), {"t": "2020-01-01 00:00:00"})
+    _expired_claim(engine, "/m", "/m/c", "gone", 5)
     upgrade(engine)
     with engine.connect() as conn:
         assert _claim_procedure_body(conn) == ("locks found keys" if mysql else None)
@@ -285,6 +282,16 @@ def test_a_database_at_0014_upgrades_to_the_claim_procedure_that_locks_found_key
         claims.heartbeat.stop()
     upgrade(engine)
     assert current_revision(engine) == head_revision()
+
+
+def _expired_claim(engine, anchor: str, path: str, holder: str, fence: int) -> None:
+    """The anchor rows '/' (fence 0) and `anchor` (`fence`), and an expired claim on `path` with that fence."""
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO gm_claim_anchor (anchor, fence) VALUES ('/', 0), (:a, :f)"),
+                     {"a": anchor, "f": fence})
+        conn.execute(text("INSERT INTO gm_scope_lease (scope_path, holder_id, fence, lease_expires_at, acquired_at, "
+                          "updated_at) VALUES (:p, :h, :f, :t, :t, :t)"),
+                     {"p": path, "h": holder, "f": fence, "t": "2020-01-01 00:00:00"})
 
 
 def _claim_procedure_body(conn) -> str | None:
@@ -485,5 +492,115 @@ def test_the_ids_revision_makes_sqlite_ids_never_reused_keeps_the_rows_and_goes_
             assert not [n for n, sql in conn.execute(text("SELECT name, sql FROM sqlite_master WHERE type = 'table'"))
                         if "AUTOINCREMENT" in sql and n != "gm_operation_journal"]
         assert conn.execute(text("SELECT count(*) FROM gm_owner")).scalar_one() == 1
+
+
+def test_a_database_at_0019_upgrades_to_root_claims_that_do_not_wait_for_a_locked_claim_row_and_back(
+        empty_url, engine_of):
+    """Revision 0020: a root claim (it holds '/' exclusively) that meets an expired related claim whose row
+    another transaction holds (a holder frozen inside its fenced store transaction) answers 'busy' at once,
+    holding nothing afterwards, where revision 0019's functions (PostgreSQL gm_claim_scope and
+    gm_advisory_claim, MariaDB's procedure) waited for the row until their lock-wait bound; the statement
+    path does the same (its lock error counts as busy). A claim on any other scope still waits. Once the
+    row is free the root claim steals it. The downgrade restores the waiting functions."""
+    import time
+
+    from sqlalchemy.exc import DBAPIError
+
+    from gravimeta.concurrency.pg_advisory import advisory_key
+    from gravimeta.concurrency.scope_lease import LeaseBackend
+    from gravimeta.store import lock_waits
+
+    engine = engine_of(empty_url)
+    dialect = engine.dialect.name
+    upgrade(engine, "0019")
+    _expired_claim(engine, "/m4", "/m4/c/s", "frozen", 3)
+    upgrade(engine)
+    assert current_revision(engine) == head_revision()
+    if dialect == "sqlite":  # no row locks, no functions: only the way up and down
+        downgrade(engine, "0019")
+        upgrade(engine)
+        return
+
+    def lease_claim(path: str, anchor: str, wait_s: int) -> str:
+        """One call of the lease claim function/procedure; its status, or the lock error's class."""
+        try:
+            with engine.connect() as conn:
+                if dialect == "postgresql":
+                    conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+                    conn.execute(text(f"SET lock_timeout = '{wait_s}s'"))
+                    return str(conn.execute(text(
+                        "SELECT status FROM gm_claim_scope(:p, :a, :r, :d, 'r', 5000, false, NULL, NULL)"),
+                        {"p": path, "a": anchor, "r": [path] if path == "/" else ["/", path],
+                         "d": f"{path.rstrip('/')}/%"}).scalar_one())
+                row = conn.execute(text(
+                    f"SET STATEMENT innodb_lock_wait_timeout = {wait_s} FOR "
+                    "CALL gm_claim_scope(:p, :a, :r1, :r2, NULL, NULL, NULL, :d, 'r', 5000)"),
+                    {"p": path, "a": anchor, "r1": path, "r2": None if path == "/" else "/",
+                     "d": f"{path.rstrip('/')}/%"}).one()
+                conn.commit()
+                return str(row.status)
+        except DBAPIError as exc:
+            assert lock_waits.timed_out(exc), exc
+            return "lock wait ran out"
+
+    def advisory_claim(path: str, wait_ms: int) -> tuple[str, int]:
+        """gm_advisory_claim's answer, and how many advisory locks its transaction holds after it."""
+        with engine.connect() as conn, conn.begin():
+            status = conn.execute(text(
+                "SELECT gm_advisory_claim(CAST(:s AS bigint[]), :x, CAST(:r AS text[]), :d, :w)"),
+                {"s": [] if path == "/" else [advisory_key("/")], "x": advisory_key(path),
+                 "r": [path] if path == "/" else ["/", path], "d": f"{path.rstrip('/')}/%", "w": wait_ms}).scalar_one()
+            held = conn.execute(text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+                                     "AND pid = pg_backend_pid()")).scalar_one()
+            return str(status), int(held)
+
+    def root_free() -> bool:
+        with engine.connect() as conn, conn.begin():
+            try:
+                conn.execute(text("SELECT anchor FROM gm_claim_anchor WHERE anchor = '/' FOR UPDATE NOWAIT"))
+            except DBAPIError:
+                return False
+        return True
+
+    def timed(fn, *args):  # type: ignore[no-untyped-def]
+        started = time.monotonic()
+        return fn(*args), time.monotonic() - started
+
+    claims = LeaseBackend(engine, "n", ttl_ms=5000, timeout_ms=3000)
+    holder = engine.connect()
+    try:
+        holder.begin()  # the frozen holder's fence guard: its claim row FOR UPDATE in its store transaction
+        holder.execute(text("SELECT fence FROM gm_scope_lease WHERE scope_path = '/m4/c/s' FOR UPDATE"))
+        status, elapsed = timed(lease_claim, "/", "/", 3)
+        assert status == "busy" and elapsed < 1, f"the root claim answered {status} after {elapsed:.1f} s"
+        assert root_free(), "'/' stayed locked after the root claim answered busy"
+        status, elapsed = timed(lease_claim, "/m4", "/m4", 1)
+        assert status == "lock wait ran out" and elapsed >= 1, f"a metalake claim: {status} after {elapsed:.1f} s"
+        with pytest.raises(DBAPIError) as raised:  # the statement path: the root's locking read does not wait
+            timed(claims._try_claim_in_statements, "/", "r", ["/"], lock_waits.deadline_in(3))
+        assert lock_waits.timed_out(raised.value)
+        if dialect == "postgresql":
+            (status, held), elapsed = timed(advisory_claim, "/", 3000)
+            assert (status, held) == ("busy", 0) and elapsed < 1, (status, held, elapsed)
+            assert advisory_claim("/m4", 300) == ("timeout", 2), "a metalake advisory claim no longer waits"
+        holder.rollback()
+        assert lease_claim("/", "/", 3) == "granted"  # the expired claim is stolen, '/' takes fence 4
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT scope_path, fence FROM gm_scope_lease")).all() == [("/", 4)]
+            conn.execute(text("UPDATE gm_scope_lease SET lease_expires_at = :t"), {"t": "2020-01-01 00:00:00"})
+            conn.commit()
+
+        downgrade(engine, "0019")
+        assert current_revision(engine) == "0019"
+        holder.begin()
+        holder.execute(text("SELECT fence FROM gm_scope_lease WHERE scope_path = '/' FOR UPDATE"))
+        status, elapsed = timed(lease_claim, "/", "/", 1)
+        assert status == "lock wait ran out" and elapsed >= 1, f"0019's root claim: {status} after {elapsed:.1f} s"
+        if dialect == "postgresql":
+            assert advisory_claim("/", 300) == ("timeout", 1), "0019's advisory root claim did not wait"
+        holder.rollback()
+    finally:
+        holder.close()
+        claims.heartbeat.stop()
     upgrade(engine)
     assert current_revision(engine) == head_revision()
