@@ -11,7 +11,9 @@
  *   MIXED           two lease replicas (/m/c/s, /m/c) and one advisory claimant (the PG_ADVISORY/AUTO
  *                   guard) on /m; the lease claim also try-locks the advisory keys (advisory_plan)
  *   SIBLINGS        lease replicas on /m/c/s and /m/c/t (unrelated: both may hold at once) and /m/c
- *   ROOT            lease replicas on / (a root claim), /m/c/s and /m2 (another metalake)
+ *   ROOT            lease replicas on / (a root claim), /m/c/s and /m2 (another metalake); the root
+ *                   claim locks its related rows NOWAIT (a locked one: busy); ROOT_WAITS: it waits for
+ *                   them, as before alembic 0020
  *   MAXRECLAIM=0    no reclaimer; MAXRENEW=0 no renewals; RENEWERS=n a heartbeat for the first n
  *                   lease replicas only
  * Reverted fixes and other variants:
@@ -254,10 +256,26 @@ claim:
     i = 0
   }
 #else
-  /* SELECT ... FOR UPDATE: each related row is locked, liveness judged on its newest version */
+  /* SELECT ... FOR UPDATE: each related row is locked, liveness judged on its newest version. A root
+   * claim (it holds '/' FOR UPDATE, which every other claim needs) locks them NOWAIT: a row another
+   * transaction holds ends the attempt, busy, instead of a wait (alembic 0020; ROOT_WAITS: it waits) */
   atomic { i = 0; SKIP_TO_ROW(q, i) };
   do
+#ifndef ROOT_WAITS
+  :: i < NP && !busy && q == 0 ->
+     atomic {
+       if
+       :: !cm[i].ex -> skip   /* deleted and committed since the statement began: not there */
+       :: cm[i].ex && LOCKABLE_X(i) -> TAKE_X(i);
+          if :: cm[i].live -> busy = true :: else -> read++; printf("c%d: reads %d expired (locked)\n", me, i) fi
+       :: cm[i].ex && !LOCKABLE_X(i) -> busy = true; printf("c%d: %d is locked: busy (NOWAIT)\n", me, i)
+       fi;
+       i++; SKIP_TO_ROW(q, i)
+     }
+  :: i < NP && !busy && q != 0 ->
+#else
   :: i < NP && !busy ->
+#endif
      LOCKING_STMT(i, LOCKABLE_X, TAKE_X, cm[i].ex,
                   if :: cm[i].live -> busy = true :: else -> read++; printf("c%d: reads %d expired (locked)\n", me, i) fi; i++; SKIP_TO_ROW(q, i),
                   i++; SKIP_TO_ROW(q, i), not_granted)

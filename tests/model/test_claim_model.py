@@ -114,6 +114,8 @@ FIXED = [
     pytest.param(MIXED, id="two-lease-replicas-and-advisory"),
     pytest.param(["-DSIBLINGS", "-DRENEWERS=0"], id="unrelated-siblings-and-their-parent"),
     pytest.param(["-DROOT", "-DRENEWERS=0"], id="root-claim-and-two-metalakes"),
+    # the root claim waiting for a locked related row, as before alembic 0020: safe too (the NOWAIT is for liveness)
+    pytest.param(["-DROOT", "-DRENEWERS=0", "-DROOT_WAITS"], id="root-claim-that-waits-for-locked-rows"),
     # larger: GRAVIMETA_MODEL_FULL=1
     pytest.param(["-DMIXED", "-DADV_KEEP_SHARE"], id="advisory-keeps-its-row-locks", marks=FULL),
     pytest.param(["-DMAXRECLAIM=0"], id="three-lease-replicas-no-reclaimer", marks=FULL),
