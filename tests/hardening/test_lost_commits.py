@@ -571,10 +571,11 @@ def test_a_release_whose_commit_is_lost_does_not_hold_the_scope_until_the_lease_
 def test_an_engine_refusal_whose_withdrawal_is_lost_answers_that_the_operation_is_pending(
         store, client, tmp_path, monkeypatch, mode):
     """The engine refuses a create (its table t exists there, of another shape) and the intent is withdrawn
-    in a transaction of its own, whose COMMIT is lost. The intent stays open, and a repair rolls it forward
-    (the engine has t): so the answer must not be 'nothing was changed' (before: 503, and the store then
-    showed t after the repair); it is the journal's 502 'pending operation N'. (Unreachable: before, 502
-    naming the withdrawal's store operation; now the same journal answer.)"""
+    in a transaction of its own, whose COMMIT is lost. The intent stays open, so the answer must not be
+    'nothing was changed' (before: 503); it is the journal's 502 'pending operation N'. (Unreachable:
+    before, 502 naming the withdrawal's store operation; now the same journal answer.) The repair must not
+    take the engine's t for this create's: the store never gets t(id) over the engine's t(other); the
+    intent is left stuck for an operator, with a note naming both shapes."""
     tables, _ = sqlite_schema(client, tmp_path, monkeypatch)
     m = tables.split("/")[3]
     engine = SQLiteCatalogConnector(CatalogContext(m, "c", {"path": f"{m}.db"}))
@@ -593,7 +594,18 @@ def test_an_engine_refusal_whose_withdrawal_is_lost_answers_that_the_operation_i
         [intent] = open_intents
         assert f"pending operation {intent.id}" in answer["message"], answer
     reconciler.repairer.repair_pending(0, scopes={i.scope_path for i in open_intents})
-    assert reconciler.journal.pending(f"/{m}") == []
+    in_engine = [c.name for c in engine.load_table("s", "t").columns]
+    stored = client.get(f"{tables}/t")
+    if stored.status_code == 200:
+        in_store = [c["name"] for c in stored.get_json()["table"]["columns"]]
+        assert in_store == in_engine, f"the repair left store and engine apart: store t{in_store}, engine t{in_engine}"
+    left = reconciler.journal.pending(f"/{m}")
+    if mode == "not-committed":
+        [intent] = left
+        assert intent.state == "stuck", intent
+        assert "other" in intent.detail and "id" in intent.detail, intent.detail
+    else:
+        assert left == []
 
 
 def test_a_commit_found_committed_counts_as_a_commit_for_the_claim(store, lease_client, tmp_path, monkeypatch):
