@@ -178,6 +178,13 @@ class Connector(ABC):
 
         raise UnsupportedOperation(f"Provider of catalog {self.context.catalog} cannot describe its engine's tables")
 
+    def as_described(self, table: Table) -> Table:
+        """`table` as load_table describes it once create_table has made it: each column's type as the
+        engine reports the type gravimeta wrote (the repair compares a create's table with the engine's by
+        this). The default keeps the types as written, for an engine that keeps Gravitino's types (the
+        Hive metastore); an engine that maps them to its own overrides it."""
+        return table
+
     # tables
     def check_table(self, table: Table) -> None:  # noqa: B027 - an optional hook; accepting all is the default
         """Raise IllegalArgument when the engine cannot hold `table` (a create's table, or an alter's or

@@ -18,6 +18,7 @@ import sqlite3
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
@@ -26,7 +27,7 @@ from connectors.properties import CatalogProperties, PropertyEntry, java_int
 from connectors.sqlite import fences, registry
 from connectors.sqlite.alter import in_place_plan, infer_renames, integrity, rebuild
 from connectors.sqlite.ddl import check_table, desired_shape, quote, real_shape, same_by_affinity, table_ddl
-from connectors.sqlite.describe import describe_table
+from connectors.sqlite.describe import describe_table, described_type
 from connectors.sqlite.paths import ROOT_ENV, check_single_link, location_guard, resolve_catalog_path
 from gravimeta import errors, failpoints
 from gravimeta.entities import Schema, Table
@@ -303,6 +304,10 @@ class SQLiteCatalogConnector(Connector):
             if self._table_name(conn, "s0", name) != name:
                 raise errors.NoSuchTable(f"Table {schema}.{name} does not exist in SQLite catalog {self.context.catalog}")
             return describe_table(conn, "s0", name)
+
+    def as_described(self, table: Table) -> Table:
+        """Each column's type as describe_table reads back the affinity gravimeta declares for it."""
+        return replace(table, columns=[replace(c, type=described_type(c.type)) for c in table.columns])
 
     def check_table(self, table: Table) -> None:
         check_table(table)

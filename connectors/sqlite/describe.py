@@ -15,7 +15,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from connectors.sqlite.ddl import quote
+from connectors.sqlite.ddl import affinity, quote
+from gravimeta import errors
 from gravimeta.entities import Column, Table
 
 #: declared types that are exactly one of gravimeta's affinities, and the Gravitino type each reads as
@@ -26,6 +27,16 @@ def gravitino_type(declared: str) -> Any:
     """The Gravitino type JSON for an SQLite declared type."""
     known = DECLARED_TYPES.get(" ".join(declared.upper().split()))
     return known if known is not None else {"type": "unparsed", "unparsedType": declared}
+
+
+def described_type(gravitino: Any) -> Any:
+    """How describe_table reports a column gravimeta declared with Gravitino type `gravitino`: the
+    affinity it declares, read back (integer -> INTEGER -> long, boolean -> NUMERIC -> unparsed NUMERIC).
+    A type SQLite cannot hold (never declared by gravimeta) is returned as it is."""
+    try:
+        return gravitino_type(affinity(gravitino))
+    except errors.IllegalArgument:
+        return gravitino
 
 
 def describe_table(conn: sqlite3.Connection, alias: str, name: str) -> Table:

@@ -3,9 +3,10 @@
 docs/operations.md, "Stuck intents").
 
 The repair decides from what the engine shows. When the engine shows neither the state before nor the
-state after (a rename with both names or neither), when the store refuses the change the engine has,
-or when the engine stays unreachable, the intent stays open (marked stuck, or noted unreachable) and
-only someone who has looked at the engine can say what happened. Each resolution runs under a
+state after (a rename with both names or neither, an alter's or a create's table with other columns),
+when the store refuses the change the engine has, or when the engine stays unreachable, the intent stays
+open (marked stuck, or noted unreachable) and only someone who has looked at the engine can say what
+happened. Each resolution runs under a
 structural claim on the intent's scope, like a repair, so no operation or repair on that scope runs
 meanwhile on any replica, and the intent is read again under it:
 

@@ -23,6 +23,7 @@ repair in another process can run them:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -43,9 +44,22 @@ from gravimeta.dispatch.intent_records import (
 from gravimeta.dispatch.table_rules import table_mutation
 from gravimeta.entities import Audit, Schema, Table
 from gravimeta.store import EntityStore
+from gravimeta.store.database import disabled_for_test
 
 APPLIED, NOT_APPLIED, UNCLEAR = "applied", "not applied", "unclear"
 Applied = tuple[Any, errors.GravitinoError | None]
+
+
+class Unclear(str):
+    """UNCLEAR (equal to it), with what the engine shows instead: the note of the intent the repair
+    leaves stuck names it for the operator."""
+
+    why: str
+
+    def __new__(cls, why: str) -> Unclear:
+        seen = super().__new__(cls, UNCLEAR)
+        seen.why = why
+        return seen
 
 
 def _tables(connector: Connector, schema: str) -> list[str]:
@@ -104,6 +118,32 @@ def _create_table_apply(store: EntityStore, r: CreateTable) -> Applied:
         return store.get_table(w.metalake, w.catalog, r.schema, r.table.name), exists
 
 
+def _create_table_observe(connector: Connector, r: CreateTable) -> str:
+    """Whether the engine has this create's table: a table of its name whose columns are the journalled
+    ones as the engine describes them (Connector.as_described), compared as an alter's are: names, then
+    types as text. A table of that name with other columns is not this create's doing as journalled (made
+    outside gravimeta, which is what the engine's refusal of the create then meant, or changed since):
+    unclear, so the repair leaves the intent stuck with both shapes in its note, and never puts this
+    definition into the store over the engine's other table. A connector that cannot describe its
+    tables leaves only the name to go by."""
+    name = r.table.name
+    if name not in _tables(connector, r.schema):
+        return NOT_APPLIED
+    if disabled_for_test("create_shape"):  # TEST-ONLY: the name alone, whatever the engine's table holds
+        return APPLIED
+    try:
+        found = _columns(connector.load_table(r.schema, name))
+    except errors.NotFound:  # dropped since it was listed
+        return NOT_APPLIED
+    except errors.UnsupportedOperation:  # the connector cannot describe its tables: the name is all there is
+        return APPLIED
+    wanted = _columns(connector.as_described(r.table))
+    if found == wanted:  # names and types (with no old shape to tell apart, one comparison covers both)
+        return APPLIED
+    return Unclear(f"the engine's table {r.schema}.{name} has columns {_shape(found)}, this create's would read "
+                   f"{_shape(wanted)}")
+
+
 def _create_table_direct(store: EntityStore, s: Session, conn: Connector, r: CreateTable) -> Table:
     created = store.create_table_in(s, r.where.metalake, r.where.catalog, r.schema, r.table, r.where.user)
     engine_door.mirror(lambda: conn.create_table(r.schema, r.table))
@@ -152,19 +192,33 @@ def _alter_observe(connector: Connector, r: RenameTable) -> str:
     try:
         found = _columns(connector.load_table(r.schema, r.name))
     except errors.NotFound:
-        return UNCLEAR
-    for pick in (lambda cols: [name for name, _ in cols], lambda cols: cols):
+        return Unclear(f"the engine has no table {r.schema}.{r.name}")
+    for pick in _NAMES_THEN_TYPES:
         if pick(before) != pick(after):
             if pick(found) == pick(after):
                 return APPLIED
             if pick(found) == pick(before):
                 return NOT_APPLIED
-            return UNCLEAR
-    return UNCLEAR
+            break
+    return Unclear(f"the engine's table {r.schema}.{r.name} has columns {_shape(found)}, before the alter "
+                   f"{_shape(before)}, after it {_shape(after)}")
 
 
-def _columns(table: Table) -> list[tuple[str, str]]:
-    return [(column.name, str(column.type)) for column in table.columns]
+Columns = list[tuple[str, str]]
+#: how two tables' columns are compared, in order: their names, then their names and types
+_NAMES_THEN_TYPES: tuple[Callable[[Columns], object], ...] = (
+    lambda cols: [name for name, _ in cols], lambda cols: cols)
+
+
+def _columns(table: Table) -> Columns:
+    """(name, type as text) of each column; an object type's text has its keys sorted, so that two
+    spellings of one JSON type compare equal."""
+    return [(column.name, column.type if isinstance(column.type, str) else json.dumps(column.type, sort_keys=True))
+            for column in table.columns]
+
+
+def _shape(columns: Columns) -> str:
+    return "(" + ", ".join(f"{name} {kind}" for name, kind in columns) + ")"
 
 
 def _rename_apply(store: EntityStore, r: RenameTable) -> Applied:
@@ -240,7 +294,7 @@ STEPS: dict[type, Steps] = {
     CreateTable: Steps(
         "table creation",
         lambda conn, r, fence: conn.create_table(r.schema, r.table, fence=fence),
-        lambda conn, r: APPLIED if r.table.name in _tables(conn, r.schema) else NOT_APPLIED,
+        _create_table_observe,
         _create_table_apply,
         _create_table_direct,
         lambda conn, r, fence: conn.drop_table(r.schema, r.table.name, fence=fence),

@@ -166,8 +166,8 @@ class Reconciler:
             try:
                 withdrawn = self.journal.withdraw(intent.id)
             except (errors.StoreUnavailable, errors.ScopeBusy) as failure:  # the intent may still be open, and a
-                # repair may roll it forward (a create the engine refused for a table it has): never "nothing
-                # was changed" nor the refusal as it is
+                # repair settles it (a create the engine refused for a table it has: rolled forward if that table
+                # has the create's columns, else left stuck): never "nothing was changed" nor the refusal as it is
                 return self._unknown(intent, op, f"{exc.message.rstrip('.')}. Withdrawing its intent then failed "
                                                  f"({store_failure(failure)})")
             if not withdrawn:

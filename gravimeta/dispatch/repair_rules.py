@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gravimeta.dispatch.intent_records import Record
-from gravimeta.dispatch.intents import APPLIED, NOT_APPLIED
+from gravimeta.dispatch.intents import APPLIED, NOT_APPLIED, Unclear
 
 #: how final an observation is (repair.py's module docstring)
 FENCED, HELD, WAITING, UNCLAIMED = "fenced", "held", "waiting", "unclaimed"
@@ -88,7 +88,8 @@ def by_observation(seen: str, mode: str, settled: bool) -> Decision:
             return Decision(WAIT, "without cross-node claims the operation may still be running until the intent "
                                   "is older than the settle time")
         return Decision(ROLL_BACK, "the engine does not have the change")
-    return Decision(STUCK, "engine shows neither the state before nor the state after")
+    why = "engine shows neither the state before nor the state after"
+    return Decision(STUCK, f"{why}: {seen.why}" if isinstance(seen, Unclear) else why)
 
 
 def by_store_already(mode: str, settled: bool) -> Decision:

@@ -338,3 +338,55 @@ def test_dropping_a_catalog_with_force_leaves_the_external_engine_untouched(worl
     engine = world.engine
     world.d.catalogs.drop("m", "c", force=True)
     assert world.schema in engine.list_schemas()
+
+
+#: a table whose types the sqlite engine reports otherwise than gravimeta writes them (integer -> long,
+#: boolean -> NUMERIC, varchar(20) -> string, a list -> string, ...); the metastore keeps them as written
+MIXED = Table("t", [Column("id", "integer", nullable=False), Column("flag", "boolean"), Column("name", "varchar(20)"),
+                    Column("price", "decimal(10,2)"), Column("day", "date"), Column("raw", {"type": "unparsed",
+                                                                                          "unparsedType": "VARCHAR(20)"}),
+                    Column("tags", {"type": "list", "elementType": "string", "containsNull": True})])
+
+
+@pytest.mark.parametrize("provider", ["sqlite", "hive"])
+def test_a_create_the_engine_made_is_recognised_whatever_types_it_reports(world, provider):
+    """The repair compares the engine's table with the create's as the engine describes it
+    (Connector.as_described), so a table gravimeta made is its own even where the engine names its types
+    differently."""
+    world.d.schemas.create("m", "c", Schema(world.schema), USER)
+    (FaultySQLite if provider == "sqlite" else FaultyHive).plan["create_table"] = "died-after"
+    with pytest.raises(ProcessDied):
+        world.d.tables.create("m", "c", world.schema, MIXED, USER)
+    assert dict(world.reconciler.repair_pending(settle_s=0)) == {"rolled forward": 1}
+    assert world.services.store.get_table("m", "c", world.schema, "t").columns == MIXED.columns
+    assert world.reconciler.journal.pending() == []
+
+
+@pytest.mark.parametrize("provider", ["sqlite", "hive"])
+def test_a_refused_create_whose_intent_stays_open_is_not_taken_for_the_engines_other_table(
+        world, provider, monkeypatch):
+    """The engine has t with other columns (made outside gravimeta) and refuses a create of t; withdrawing
+    the intent fails in the store, so it stays open. The repair sees a t of another shape: not this
+    create's doing. It leaves the intent stuck with both shapes in its note, and the store without t
+    (before: rolled forward, the store's t(id) over the engine's t(other))."""
+    world.d.schemas.create("m", "c", Schema(world.schema), USER)
+    world.engine.create_table(world.schema, Table("t", [Column("other", "string")]))
+
+    def lost(self, intent_id):
+        raise errors.StoreUnavailable("injected: the withdrawal's COMMIT was lost")
+
+    journal = type(world.reconciler.journal)
+    withdraw = journal.withdraw
+    monkeypatch.setattr(journal, "withdraw", lost)
+    with pytest.raises(errors.OutcomeUnknown, match="pending operation"):
+        world.d.tables.create("m", "c", world.schema, orders(), USER)
+    monkeypatch.setattr(journal, "withdraw", withdraw)
+    [preview] = world.reconciler.preview_pending(settle_s=0)
+    assert preview.action == "stuck" and "other string" in preview.why, preview
+    assert dict(world.reconciler.repair_pending(settle_s=0)) == {"stuck": 1}
+    [stuck] = world.reconciler.journal.pending()
+    described = "(id long, v string)"  # as both engines describe orders()
+    assert stuck.state == "stuck" and f"has columns (other string), this create's would read {described}" in \
+        stuck.detail, stuck.detail
+    assert world.services.store.list_tables("m", "c", world.schema) == []
+    assert [c.name for c in world.engine.load_table(world.schema, "t").columns] == ["other"]

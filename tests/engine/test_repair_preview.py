@@ -210,3 +210,23 @@ def test_for_an_engine_that_cannot_refuse_late_calls_the_dry_run_says_the_repair
     again = by_id(world)[world.not_landed]  # the repair recorded its first look: the window counts from there
     assert again.first[0].startswith("the engine cannot refuse late calls: a look is final ") and \
         "s from now (call window 30 s since a repair first held the scope at " in again.first[0], again.first
+
+
+def test_a_create_whose_name_the_engine_has_with_other_columns_is_stuck_in_the_dry_run_as_in_the_repair(world):
+    """t2's create never reached the engine, but the engine has a t2 made outside gravimeta, with other
+    columns: not this create's table. The dry run and the repair both leave the intent for an operator,
+    naming both shapes; neither rolls the create forward onto the engine's other table."""
+    engine = world.services.connectors.for_catalog(world.services.store.get_catalog("m", "c"))
+    engine.create_table("s2", Table("t2", [Column("other", "string")]))
+    before = everything(world)
+    preview = by_id(world)[world.not_landed]
+    assert everything(world) == before
+    shapes = "the engine's table s2.t2 has columns (other string), this create's would read (id long)"
+    assert preview.action == "stuck", preview
+    assert preview.why == ("the engine shows neither the state before nor the state after (as of now, before the "
+                           "barrier), so it would mark it stuck for an operator (engine shows neither the state "
+                           f"before nor the state after: {shapes})"), preview.why
+    assert world.services.reconciler.repair_pending() == {"rolled forward": 1, "rolled back": 1, "stuck": 1}
+    [stuck] = world.services.reconciler.journal.pending()
+    assert (stuck.id, stuck.state) == (world.not_landed, "stuck") and stuck.detail.endswith(shapes), stuck
+    assert world.services.store.list_tables("m", "c", "s2") == []

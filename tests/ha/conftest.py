@@ -95,11 +95,15 @@ GRAVIMETA_HA_DISABLE (test-only) names one mechanism, or several separated by co
   fresh_grant       a claim whose attempt waited on a row lock past its TTL is handed to the operation
                     with its lease already run out (concurrency/scope_lease.py _born_spent;
                     test_spent_grant.py: its fence guard answers FENCELOST)
+  create_shape      the repair takes any engine table of a create's name for the create's, whatever its
+                    columns (dispatch/intents.py; tests/connectors/test_failure_matrix.py and
+                    tests/hardening/test_lost_commits.py: a refused create whose intent stayed open is
+                    rolled forward onto the engine's other table)
 The switches read by the server itself (no_snapshot, no_row_lock, advisory_queue, no_owner_lock,
 tag_object_lock, statistics_row_lock, engine_fence, identity_keys, import_barrier, retire, retire_delivery,
 retire_moved, retire_lasting, connector_identity, request_buffering, response_buffering, commit_session_end,
 no_access_recheck, access_cache, no_role_lock, root_fence, dropped_schema, node_revision_fallback,
-durable_fence, repair_preview, fresh_grant) go through gravimeta.store.database.disabled_for_test and are
+durable_fence, repair_preview, fresh_grant, create_shape) go through gravimeta.store.database.disabled_for_test and are
 marked TEST-ONLY where they act.
 """
 
