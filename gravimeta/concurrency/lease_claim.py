@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
-from sqlalchemy import delete, event, select, update
+from sqlalchemy import Connection, Engine, delete, event, select, update
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
@@ -46,9 +46,6 @@ from gravimeta.store import guard, lock_waits
 from gravimeta.store.commit_check import lost_answer
 from gravimeta.store.guard import WriteGuard
 
-if TYPE_CHECKING:
-    from gravimeta.concurrency.scope_lease import LeaseBackend
-
 log = logging.getLogger(__name__)
 
 #: Test-only switches that disable one safety mechanism, so the HA tests can show that they fail
@@ -58,12 +55,26 @@ UNSAFE_NO_FENCE = "no_fence"  # the fence guard does nothing
 UNSAFE_NO_LOCAL_DEADLINE = "no_local_deadline"  # trust the claim locally forever (only the DB check)
 
 
+class ClaimBackend(Protocol):
+    """What a claim needs of the backend that granted it (scope_lease.LeaseBackend is the one): named here
+    so that this module need not import the backend, which imports it."""
+
+    engine: Engine
+    dialect: str
+    durable_claims: bool
+    unsafe: frozenset[str]
+
+    def _untrack(self, claim: LeaseClaim) -> None: ...
+
+    def _async_commit(self, conn: Connection) -> None: ...
+
+
 class LeaseClaim:
     """A granted claim: its row is (path, holder, fence); valid locally until `deadline` (monotonic)."""
 
     one_transaction = False  # it lasts until released (or stolen, which its fence guard detects)
 
-    def __init__(self, backend: LeaseBackend, path: str, holder: str, fence: int, deadline: float):
+    def __init__(self, backend: ClaimBackend, path: str, holder: str, fence: int, deadline: float):
         self.backend, self.path, self.holder, self.fence = backend, path, holder, fence
         self.deadline = deadline
         self.lost = False
