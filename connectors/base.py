@@ -88,6 +88,8 @@ class Connector(ABC):
     #: True when the engine checks each mutating call's fence storage-side and implements fence_barrier
     #: (the fence contract in the module docstring)
     checks_fences: bool = False
+    #: the engine's identity once engine_identity found it (remember_identity)
+    _known_identity: str | None = None
 
     def __init__(self, context: CatalogContext):
         self.context = context
@@ -141,10 +143,31 @@ class Connector(ABC):
         """Where this catalog's engine is: each place it is reached at, spelled one way whatever the
         catalog's properties call it (the hive provider's metastore endpoints by address and port, the
         sqlite provider's resolved catalog file), so that two catalogs on one engine share at least one,
-        however each names it. Empty when the provider cannot say. A dropped catalog's retirement that its
-        engine could not be told at the drop is delivered before a later catalog sharing a location with
-        it changes or imports anything (gravimeta/dispatch/retirement.py)."""
-        return frozenset()
+        however each names it, and 'id:<identity>' once this connector knows the engine's identity
+        (engine_identity answered; never asked here, so this makes no engine call). Empty when the
+        provider cannot say. A dropped catalog's retirement that its engine could not be told at the drop
+        is delivered before a later catalog sharing a location with it changes or imports anything
+        (gravimeta/dispatch/retirement.py)."""
+        return self.identity_locations()
+
+    def engine_identity(self) -> str | None:
+        """The engine's own identity, as the engine itself keeps and reports it (the hive stub's id kept
+        with its storage, a sqlite catalog file's id kept in the file): one engine has one, however and
+        wherever it is reached, so two catalogs on it share it where they share no place (an address that
+        changed behind DNS, another listening address, one file reached by two paths). None when the
+        engine keeps none (a real Hive metastore; providers that cannot say); ConnectionFailed when the
+        engine cannot be asked now. May ask the engine, within the connector's timeout; a connector
+        remembers an identity once found (engine_locations then names it)."""
+        return None
+
+    def identity_locations(self) -> frozenset[str]:
+        """{'id:<identity>'} once engine_identity has found one, else empty (no engine call)."""
+        return frozenset({f"id:{self._known_identity}"}) if self._known_identity else frozenset()
+
+    def remember_identity(self, identity: str | None) -> str | None:
+        """For engine_identity implementations: keep what the engine answered; returns it."""
+        self._known_identity = identity
+        return identity
 
     def call_window_s(self) -> float:
         """How long after it was sent one call may still change the engine (also after the caller gave

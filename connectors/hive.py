@@ -188,8 +188,26 @@ class HiveConnector(Connector):
             raise errors.ConnectionFailed(f"Hive metastore health check answered HTTP {status}")
 
     def engine_locations(self) -> frozenset[str]:
-        """Every endpoint by its name and by each address it resolves to (endpoint_places)."""
-        return frozenset(place for host, port in self.endpoints for place in endpoint_places(host, port))
+        """Every endpoint by its name and by each address it resolves to (endpoint_places), and the
+        metastore's identity once known."""
+        return frozenset(place for host, port in self.endpoints for place in endpoint_places(host, port)) \
+            | self.identity_locations()
+
+    def engine_identity(self) -> str | None:
+        """`GET /identity` (the hive stub's id, kept with its storage); None when the metastore answers
+        404 (one that keeps none: engine_locations alone then say where it is)."""
+        if self._known_identity:
+            return self._known_identity
+        if "engine_identity" in os.environ.get("GRAVIMETA_HA_DISABLE", "").split(","):  # TEST-ONLY: none
+            return None
+        status, reply = self._call("identity", "GET", ["identity"])
+        if status == 404:
+            return None
+        _expect(status, reply)
+        identity = reply.obj().get("identity")
+        if not isinstance(identity, str) or not identity or len(identity) > 64:
+            raise reply.bad(f"an identity must be a non-empty text of at most 64 characters, not {identity!r:.80}")
+        return self.remember_identity(identity)
 
     def fence_barrier(self, fence: Fence) -> None:
         status, reply = self._call("fence", "POST", ["fences"], fence=fence)

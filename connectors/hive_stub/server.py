@@ -1,6 +1,7 @@
 """The stub's HTTP JSON API (stdlib ThreadingHTTPServer; names are percent-encoded path segments).
 
     GET    /health
+    GET    /identity                           -> {"identity": id} (the storage's own, made once: storage.py)
     GET    /databases                          -> {"databases": [names]}
     POST   /databases                          {"name", "comment", "properties"} -> 201
     GET    /databases/<db>
@@ -108,6 +109,9 @@ class Handler(BaseHTTPRequestHandler):
                 return
             if parts == ["health"]:
                 self._reply(200, {"status": "ok"})
+                return
+            if method == "GET" and parts == ["identity"]:
+                self._reply(200, {"identity": self.server.metastore.identity})
                 return
             op, work = self._route(method, parts, query, body)
             faults = self.server.faults

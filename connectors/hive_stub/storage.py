@@ -6,7 +6,12 @@ Fences: the highest fencing token seen per claim scope is kept in the same file 
 mutating method checks the caller's fence under the metastore lock before it changes anything and
 records it with the change, in the same atomic write (the fence contract in connectors/base.py); a
 stale call raises StubError(409, "StaleFence") and changes nothing. `fence()` records a token alone
-(the repair's barrier)."""
+(the repair's barrier).
+
+Identity: a random id kept in the same file ("identity"), made when the storage is first opened and
+never changed after, so that the stub says which metastore it is however it is reached (another port,
+another address, after a restart on the same data): gravimeta recognises one engine by it
+(Connector.engine_identity)."""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ import copy
 import json
 import os
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +42,14 @@ class Metastore:
             json.loads(self.file.read_text(encoding="utf-8")) if self.file.exists() else {"databases": {}}
         )
         self._data.setdefault("fences", {})
+        if not isinstance(self._data.get("identity"), str):
+            self._data["identity"] = uuid.uuid4().hex
+            self._persist()  # before it is ever answered: a restart must find the same one
+
+    @property
+    def identity(self) -> str:
+        """The storage's own id (made once, kept with the data)."""
+        return str(self._data["identity"])
 
     # ---------------------------------------------------------------- helpers
 

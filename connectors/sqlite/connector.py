@@ -24,7 +24,7 @@ from typing import cast
 
 from connectors.base import NO_FENCE, CatalogContext, Connector, Fence
 from connectors.properties import CatalogProperties, PropertyEntry, java_int
-from connectors.sqlite import fences, registry
+from connectors.sqlite import fences, identity, registry
 from connectors.sqlite.alter import in_place_plan, infer_renames, integrity, rebuild
 from connectors.sqlite.ddl import check_table, desired_shape, quote, real_shape, same_by_affinity, table_ddl
 from connectors.sqlite.describe import describe_table, described_type
@@ -81,8 +81,18 @@ class SQLiteCatalogConnector(Connector):
         return resolve_catalog_path(self.context.properties["path"])
 
     def engine_locations(self) -> frozenset[str]:
-        """The catalog file, resolved (symlinks, `.`, repeated slashes, the root's own spelling)."""
-        return frozenset({f"sqlite:{self.path}"})
+        """The catalog file, resolved (symlinks, `.`, repeated slashes, the root's own spelling), and its
+        identity once known."""
+        return frozenset({f"sqlite:{self.path}"}) | self.identity_locations()
+
+    def engine_identity(self) -> str | None:
+        """The id kept in the catalog file (identity.py); made now in a file made before identities."""
+        if self._known_identity:
+            return self._known_identity
+        if "engine_identity" in os.environ.get("GRAVIMETA_HA_DISABLE", "").split(","):  # TEST-ONLY: none
+            return None
+        with self._connect() as conn:
+            return self.remember_identity(identity.read_or_make(conn))
 
     def _schema_dir(self) -> Path:
         return self.path.with_name(self.path.name + ".schemas")
@@ -121,7 +131,7 @@ class SQLiteCatalogConnector(Connector):
             raise errors.ConnectionFailed(f"Cannot open SQLite catalog file {self._label}", detail=f"{path}: {exc}") from exc
         try:
             with _translated(self._label, path):
-                for statement in (*registry.CREATE, fences.CREATE):
+                for statement in (*registry.CREATE, fences.CREATE, identity.CREATE):
                     conn.execute(statement)
                 yield conn
         finally:
@@ -196,8 +206,9 @@ class SQLiteCatalogConnector(Connector):
 
     def prepare_engine(self) -> None:
         """Create the catalog file (with its registry and fence tables) when the catalog is created."""
-        with self._connect(create=True):
-            pass
+        with self._connect(create=True) as conn:
+            if "engine_identity" not in os.environ.get("GRAVIMETA_HA_DISABLE", "").split(","):  # TEST-ONLY
+                self.remember_identity(identity.read_or_make(conn))
 
     def fence_barrier(self, fence: Fence) -> None:
         """Record the fence in the catalog file (StaleFence if a higher one was seen)."""
