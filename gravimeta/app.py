@@ -82,7 +82,7 @@ def build_services(settings: Settings, registry: ConnectorRegistry | None = None
         check_schema(engine)
     store = EntityStore(engine, on_snapshot=metrics.snapshot_reads.inc)
     registry = registry or ConnectorRegistry()
-    connectors = ConnectorCache(registry, PendingRetirements(store, registry).deliver_for)
+    connectors = ConnectorCache(registry, PendingRetirements(store, registry).before_use)
     distributed = start_distributed_lock(settings, engine, catalog_locality(connectors, store.get_catalog),
                                          register=replica)
     coordinator = Coordinator(TreeLock(), distributed.claims, distributed)

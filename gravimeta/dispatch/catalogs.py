@@ -15,7 +15,7 @@ from gravimeta.concurrency.tree_lock import LockType
 from gravimeta.dispatch import engine_door
 from gravimeta.dispatch.changes import Changes, Unchanged, apply_catalog_changes, is_rename, property_changes
 from gravimeta.dispatch.connector_cache import ConnectorCache
-from gravimeta.dispatch.retirement import retire
+from gravimeta.dispatch.retirement import forget_identities, note_identity, retire
 from gravimeta.entities import Catalog, Metalake, NameIdentifier
 from gravimeta.store import EntityStore
 from gravimeta.store.catalog_locations import catalogs_of_provider
@@ -51,8 +51,14 @@ class CatalogDispatcher:
         with self.coordinator.structural(NameIdentifier.of(catalog.metalake), LockType.WRITE), \
                 connector_class.location_guard(catalog.properties, self._others(catalog.provider)):
             # the engine's home first (the sqlite file), so that later "missing" means "unreachable"
-            engine_door.prepare(connector_class(CatalogContext(catalog.metalake, catalog.name, dict(catalog.properties))))
-            return self.store.create_catalog(catalog, user, precheck=require_metalake_in_use)
+            connector = connector_class(CatalogContext(catalog.metalake, catalog.name, dict(catalog.properties)))
+            try:
+                engine_door.prepare(connector)
+                created = self.store.create_catalog(catalog, user, precheck=require_metalake_in_use)
+                note_identity(self.store, connector, created)  # while its engine answers (retirement.py)
+                return created
+            finally:
+                connector.close()
 
     def _others(self, provider: str, exclude: tuple[str, str] | None = None) -> Callable[[], Iterable[Any]]:
         """The other catalogs of `provider` (all metalakes), for Connector.location_guard to read under its lock."""
@@ -165,6 +171,8 @@ class CatalogDispatcher:
             if dropped:
                 for connector in self.connectors.forget(metalake, name):
                     connector.close()
+                if catalog is not None:
+                    forget_identities(self.store, [catalog])
             return dropped
 
         return self.coordinator.run_structural(NameIdentifier.of(metalake), work)

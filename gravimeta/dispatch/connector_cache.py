@@ -15,11 +15,13 @@ from gravimeta.store.database import disabled_for_test
 
 
 class ConnectorCache:
-    """`before_use(connector)` runs once for every connector it creates, before anyone gets it; if it
-    raises, the connector is not kept and the error is the caller's (the delivery of a dropped catalog's
-    pending retirement to the same engine: gravimeta/dispatch/retirement.py)."""
+    """`before_use(connector, catalog)` runs once for every connector it creates, before anyone gets it;
+    if it raises, the connector is not kept and the error is the caller's (the delivery of a dropped
+    catalog's pending retirement to the same engine, and the record of the catalog's engine identity:
+    gravimeta/dispatch/retirement.py)."""
 
-    def __init__(self, registry: ConnectorRegistry, before_use: Callable[[Connector], None] | None = None):
+    def __init__(self, registry: ConnectorRegistry,
+                 before_use: Callable[[Connector, Catalog], None] | None = None):
         self.registry, self.before_use = registry, before_use
         self._lock = threading.Lock()
         self._instances: dict[tuple[str, str], tuple[tuple[object, ...], Connector]] = {}
@@ -35,7 +37,7 @@ class ConnectorCache:
             CatalogContext(catalog.metalake, catalog.name, dict(catalog.properties))
         )
         if self.before_use is not None:  # outside the lock: it may wait on the store and an engine
-            self.before_use(connector)
+            self.before_use(connector, catalog)
         with self._lock:
             cached = self._instances.get(key)
             if cached is not None and cached[0] == signature:  # another thread made one meanwhile

@@ -9,7 +9,7 @@ from gravimeta.concurrency.coordinator import Coordinator
 from gravimeta.concurrency.tree_lock import LockType
 from gravimeta.dispatch.changes import IN_USE, Changes, Unchanged, apply_metalake_changes, is_rename
 from gravimeta.dispatch.connector_cache import ConnectorCache
-from gravimeta.dispatch.retirement import retire
+from gravimeta.dispatch.retirement import forget_identities, retire
 from gravimeta.entities import ROOT, Metalake, NameIdentifier
 from gravimeta.ownership.authorizer import Authorizer
 from gravimeta.store import EntityStore
@@ -87,6 +87,7 @@ class MetalakeDispatcher:
             if dropped:  # close the cached ones (never make one: a new connector delivers retirements first)
                 for connector in self.connectors.forget(name):
                     connector.close()
+                forget_identities(self.store, catalogs)
             return dropped
 
         return self.coordinator.run_structural(ROOT, work)

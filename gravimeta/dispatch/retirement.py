@@ -29,12 +29,26 @@ catalog may name the engine otherwise (a metastore by host name where the droppe
 in other letters, among other endpoints; a sqlite file through a symlink), and a pending retirement is
 delivered when it shares any location with it: the locations recorded at the drop, and those its
 recorded properties give where the delivery is made (another replica may resolve them otherwise).
+
+A place is not always enough: one engine may be reached where the two catalogs share none (a metastore
+whose address changed behind DNS or NAT since the drop, one listening on several addresses named
+differently, a sqlite file reached by two paths that do not resolve to one). So the engines gravimeta owns
+report an identity of their own (Connector.engine_identity: the hive stub's id kept with its storage, the
+id kept in a sqlite catalog file), and it counts as a location, 'id:<identity>'. A drop cannot ask an
+engine it cannot reach, so the identity is recorded in the store while the engine answers: the connector
+cache, when it first hands out a connector for a catalog in a process, records `engine-id <catalog key>`
+(gm_server_setting) unless it is recorded already; a retirement the engine missed adds the recorded
+identity to its locations; the record goes once the catalog is dropped (forget_identities). An engine
+that keeps no identity (a real Hive metastore: 404) is judged by its places alone. A new connector whose
+engine cannot say who it is now is refused (EngineUnreachable) while a retirement known by an identity
+alone is pending: it might be that engine's.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from typing import Any
 
@@ -50,11 +64,13 @@ from gravimeta.dispatch.engine_keys import catalog_key
 from gravimeta.entities import Catalog
 from gravimeta.store import EntityStore
 from gravimeta.store.database import disabled_for_test, write_session
-from gravimeta.store.server_settings import publish, server_setting
+from gravimeta.store.server_settings import publish, read, server_setting
 
 log = logging.getLogger(__name__)
 
 PREFIX = "retire "
+#: gm_server_setting: `engine-id <catalog key>` -> the identity of the catalog's engine
+IDENTITY_PREFIX = "engine-id "
 #: how long one pending retirement's delivery may wait on its engine
 DELIVERY_TIMEOUT_S = 5.0
 
@@ -87,7 +103,10 @@ def retire(store: EntityStore, connectors: ConnectorCache, catalog: Catalog) -> 
         engine_door.barrier(connector, key, engine_door.RETIREMENT)
         return True
     except errors.GravitinoError as exc:
-        locations = sorted(connector.engine_locations())
+        # the places its properties give (a connector of its own has not asked the engine who it is), and
+        # the identity recorded while the engine answered
+        identity = read(store.engine, IDENTITY_PREFIX + key)
+        locations = sorted(connector.engine_locations() | ({f"id:{identity}"} if identity else set()))
         claim = current_claim()
         if not locations or claim is None or claim.fence is None:
             log.warning("catalog %s.%s: its engine was not told of the drop (%s), and its location is unknown: a "
@@ -108,9 +127,28 @@ class PendingRetirements:
     def __init__(self, store: EntityStore, registry: ConnectorRegistry):
         self.store, self.registry = store, registry
 
-    def deliver_for(self, connector: Connector) -> None:
-        """Deliver every pending retirement of this connector's engine; EngineUnreachable when
-        one cannot be delivered (the connector must not be used for changes or imports until it is)."""
+    def before_use(self, connector: Connector, catalog: Catalog) -> None:
+        """ConnectorCache's hook: ask the engine who it is, deliver its pending retirements, and record
+        the catalog's engine identity (the one check per connector and process)."""
+        if connector.process_local:
+            return
+        try:
+            identity, unasked = connector.engine_identity(), None
+        except errors.GravitinoError as exc:
+            identity, unasked = None, exc
+        self.deliver_for(connector, unasked)
+        if identity and catalog.id is not None and read(self.store.engine, identity_name(catalog)) != identity:
+            # not here: the caller may be inside a store write transaction (the journal's prelude), which a
+            # write of its own would wait for on a SQLite store; a catalog made by this version has its
+            # record from its create already (record_identity), this is for the others and for a move
+            threading.Thread(target=record_identity, args=(self.store, catalog, identity),
+                             name="engine-identity", daemon=True).start()
+
+    def deliver_for(self, connector: Connector, unasked: errors.GravitinoError | None = None) -> None:
+        """Deliver every pending retirement of this connector's engine (by its locations, its identity
+        included when engine_identity found it); EngineUnreachable when one cannot be delivered (the
+        connector must not be used for changes or imports until it is), or, `unasked` (why the engine
+        could not say who it is), when one known by an identity alone may be this engine's."""
         if connector.process_local or disabled_for_test("retire_delivery"):  # TEST-ONLY switch
             return
         locations = connector.engine_locations()
@@ -124,11 +162,20 @@ class PendingRetirements:
             except errors.GravitinoError:
                 old = None  # its properties no longer make one here (an endpoint the allow-list no longer has)
             try:
-                if not shared(data, old, locations):
+                common = recorded_locations(data, old) & locations
+                if not common:
+                    if unasked is not None and any(str(x).startswith("id:") for x in data.get("locations") or ()):
+                        raise errors.EngineUnreachable(
+                            f"The engine at {where} cannot say which engine it is ({unasked.message.rstrip('.')}), "
+                            f"and catalog {data.get('catalog')} left an engine known by its identity without "
+                            "telling it; nothing was done. Retry once it answers")
                     continue
                 fence = Fence(name[len(PREFIX):], int(data["token"]), True, time.monotonic() + DELIVERY_TIMEOUT_S)
-                try:  # through the new catalog's connector when the old one cannot be made: one engine
-                    engine_door.deliver_retirement(connector if old is None else old, fence)
+                # through the new catalog's connector when the old one cannot be made, or when they share
+                # the engine's identity alone (the old places may no longer reach it): one engine
+                through = connector if old is None or all(x.startswith("id:") for x in common) else old
+                try:
+                    engine_door.deliver_retirement(through, fence)
                 except errors.StaleFence:
                     pass  # the engine has seen a higher token on that key already: retired all the same
                 except errors.GravitinoError as exc:
@@ -152,13 +199,53 @@ class PendingRetirements:
             s.execute(delete(server_setting).where(server_setting.c.name == name))
 
 
-def shared(data: dict[str, Any], old: Connector | None, locations: frozenset[str]) -> bool:
-    """Whether a pending retirement (its recorded `data`, the dropped catalog's connector made from its
-    recorded properties here) is for an engine at one of `locations`: the locations recorded at the drop
-    (a single `location` text in a row recorded before engines had several), and the ones `old` gives now."""
-    recorded = set(data.get("locations") or ())
+def recorded_locations(data: dict[str, Any], old: Connector | None) -> set[str]:
+    """Where the engine of a pending retirement is (its recorded `data`, the dropped catalog's connector
+    made from its recorded properties here): the locations recorded at the drop (a single `location` text
+    in a row recorded before engines had several; its identity among them when it was recorded), and the
+    ones `old` gives now. Delivered to a connector sharing any."""
+    recorded = {str(x) for x in data.get("locations") or ()}
     if isinstance(data.get("location"), str):
         recorded.add(data["location"])
     if old is not None:
         recorded |= old.engine_locations()
-    return not recorded.isdisjoint(locations)
+    return recorded
+
+
+def identity_name(catalog: Catalog) -> str:
+    assert catalog.id is not None, "a stored catalog has an id"
+    return IDENTITY_PREFIX + catalog_key(catalog.id, catalog.audit.create_time)
+
+
+def record_identity(store: EntityStore, catalog: Catalog, identity: str) -> None:
+    """Record the identity of the catalog's engine (when another, or none, is recorded); best effort: a
+    record missing at a drop the engine misses leaves the retirement to the engine's places alone."""
+    try:
+        if read(store.engine, identity_name(catalog)) != identity:
+            publish(store.engine, identity_name(catalog), identity)
+    except Exception as exc:  # noqa: BLE001 - a thread of its own, or a create that is done: log, never fail
+        log.warning("catalog %s.%s: the identity of its engine was not recorded (%s); another first use will try "
+                    "again", catalog.metalake, catalog.name, exc)
+
+
+def note_identity(store: EntityStore, connector: Connector, catalog: Catalog) -> None:
+    """After a catalog's create: ask its engine who it is (within the connector's timeout) and record it.
+    An engine that cannot say now is asked again by the connector cache at the catalog's first use."""
+    if connector.process_local or catalog.id is None:
+        return
+    try:
+        identity = connector.engine_identity()
+    except errors.GravitinoError:
+        return
+    if identity:
+        record_identity(store, catalog, identity)
+
+
+def forget_identities(store: EntityStore, catalogs: list[Catalog]) -> None:
+    """Once the catalogs are dropped: their engine-identity records (any retirement the engines missed
+    carries the identity in its own row). A record left by a stop before this names a key no catalog
+    has again, and is only a row."""
+    names = [identity_name(c) for c in catalogs if c.id is not None]
+    if names:
+        with write_session(store.engine) as s:
+            s.execute(delete(server_setting).where(server_setting.c.name.in_(names)))

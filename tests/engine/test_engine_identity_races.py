@@ -221,6 +221,58 @@ def test_a_missed_retirement_reaches_the_metastore_however_the_namesake_spells_i
     recreate_under_a_held_drop(cluster, stub, uris=SPELLINGS[spelling](stub))
 
 
+@pytest.mark.parametrize("old_address", ["gone", "still-answers"])
+def test_a_missed_retirement_reaches_the_metastore_by_its_identity_where_no_place_is_shared(
+        cluster, stub, old_address):
+    """The dropped catalog reached the metastore through a forwarded address (a NAT, another listening
+    address: tests/support/tcp_proxy.py), its namesake names the metastore's own: one metastore, no
+    place in common. The metastore refuses the drop's retirement barrier; the drop records the retirement
+    with the metastore's identity, recorded while it answered, and the namesake's first use, whose
+    metastore says it is that one, delivers it (through the namesake's connector: the old address may lead
+    nowhere now, `gone`), so A's held drop, released after the namesake imported s.t, is refused. Before
+    engines reported an identity (GRAVIMETA_HA_DISABLE=engine_identity), nothing was delivered, the drop
+    landed, and the store kept t while the engine had lost it."""
+    from tests.support.tcp_proxy import TcpProxy
+
+    with TcpProxy("127.0.0.1", stub.port) as forwarded:
+        stub.fault("fail", count=1, mode="500", ops=["fence"])  # the drop's barrier
+
+        def address_changed(b: Api) -> None:
+            if old_address == "gone":
+                forwarded.cut()  # also resets A's held call's connection: the stub goes on with it all the same
+
+        recreate_under_a_held_drop(cluster, stub, address_changed,
+                                   uris=(f"http://127.0.0.1:{forwarded.port}", stub.uri))
+
+
+def test_a_catalogs_engine_identity_is_recorded_while_it_answers_and_forgotten_with_the_catalog(cluster, stub):
+    """The create records the metastore's identity (what a drop that cannot reach it retires by); a
+    catalog without the record (made before engines reported one) gets it at its first use in a process;
+    the drop removes it."""
+    import time
+
+    from gravimeta.dispatch.retirement import identity_name
+    from gravimeta.store.database import write_session
+    from gravimeta.store.server_settings import read, server_setting
+
+    a, b = (Api(replica) for replica in cluster.replicas("a", "b"))
+    ok(b.metalake())
+    ok(b.catalog("hive", hive_properties(stub), c=H))
+    name = identity_name(EntityStore(cluster.engine).get_catalog("m", H))
+    identity = stub.raw("GET", "/identity")[1]["identity"]
+    assert read(cluster.engine, name) == identity
+    with write_session(cluster.engine) as s:
+        s.execute(server_setting.delete().where(server_setting.c.name == name))
+    ok(a.schema(c=H))  # A's first use of h
+    deadline = time.monotonic() + 10
+    while read(cluster.engine, name) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert read(cluster.engine, name) == identity
+    ok(b.r.request("PATCH", path_of("m", H), {"inUse": False}))
+    assert ok(b.drop_catalog(c=H))["dropped"] is True
+    assert read(cluster.engine, name) is None
+
+
 def move_under_a_held_drop(cluster: Cluster, stub: Any, tmp_path: Any, retirement: str) -> None:
     """A's drop of h.s.t is held in metastore 1; B moves catalog h to metastore 2 (metastore.uris), creates
     catalog h2 on metastore 1, and h2's load imports s.t from it; then the held drop is released.

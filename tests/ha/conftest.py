@@ -59,6 +59,11 @@ GRAVIMETA_HA_DISABLE (test-only) names one mechanism, or several separated by co
                     by the addresses they resolve to (connectors/hive.py endpoint_places, read from the
                     environment there; test_engine_identity_races.py, a namesake that spells the
                     metastore otherwise: the missed retirement is not delivered, the held drop lands)
+  engine_identity   the engines gravimeta owns report no identity (connectors/hive.py and
+                    connectors/sqlite/connector.py engine_identity, read from the environment there), so
+                    a catalog's engine is known by its places alone (test_engine_identity_races.py, a
+                    namesake that reaches the metastore at no place the dropped catalog named: the missed
+                    retirement is not delivered, the held drop lands)
   request_buffering `gravimeta serve` runs plain gthread instead of the buffering worker
                     (gravimeta/cli.py; tests/ops/test_slow_clients.py)
   response_buffering  the buffering worker's threads write whole answers on blocking sockets instead of
