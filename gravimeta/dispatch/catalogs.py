@@ -65,6 +65,21 @@ class CatalogDispatcher:
         return lambda: catalogs_of_provider(self.store, provider, exclude)
 
     def alter(self, metalake: str, name: str, changes: Changes, user: str) -> Catalog:
+        altered = self._alter(metalake, name, changes, user)
+        if any(property_changes(changes)):  # the properties may name another engine now: record its identity
+            forget_identities(self.store, [altered])
+            try:
+                connector = self.connectors.registry.get(altered.provider)(
+                    CatalogContext(altered.metalake, altered.name, dict(altered.properties)))
+            except errors.GravitinoError:
+                return altered  # no connector here (the allow-list): its first use records it, if ever
+            try:
+                note_identity(self.store, connector, altered)
+            finally:
+                connector.close()
+        return altered
+
+    def _alter(self, metalake: str, name: str, changes: Changes, user: str) -> Catalog:
         current = self.load(metalake, name)
         if not current.in_use:
             raise errors.CatalogNotInUse(f"Catalog {metalake}.{name} is not in use; enable it first")

@@ -35,13 +35,14 @@ whose address changed behind DNS or NAT since the drop, one listening on several
 differently, a sqlite file reached by two paths that do not resolve to one). So the engines gravimeta owns
 report an identity of their own (Connector.engine_identity: the hive stub's id kept with its storage, the
 id kept in a sqlite catalog file), and it counts as a location, 'id:<identity>'. A drop cannot ask an
-engine it cannot reach, so the identity is recorded in the store while the engine answers: the connector
-cache, when it first hands out a connector for a catalog in a process, records `engine-id <catalog key>`
-(gm_server_setting) unless it is recorded already; a retirement the engine missed adds the recorded
-identity to its locations; the record goes once the catalog is dropped (forget_identities). An engine
-that keeps no identity (a real Hive metastore: 404) is judged by its places alone. A new connector whose
-engine cannot say who it is now is refused (EngineUnreachable) while a retirement known by an identity
-alone is pending: it might be that engine's.
+engine it cannot reach, so the identity is recorded in the store while the engine answers (gm_server_setting,
+`engine-id <catalog key>`): at the catalog's create and at a change of its properties (note_identity), and
+by the connector cache when it first hands out a connector for a catalog in a process and finds none
+recorded (a catalog made before identities, or whose engine did not answer then). A retirement the
+engine missed adds the recorded identity to its locations; the record goes once the catalog is dropped
+(forget_identities). An engine that keeps no identity (a real Hive metastore: 404) is judged by its
+places alone. A new connector whose engine cannot say who it is now is refused (EngineUnreachable) while
+a retirement known by an identity is pending that its places do not match: it might be that engine's.
 """
 
 from __future__ import annotations
@@ -128,21 +129,29 @@ class PendingRetirements:
         self.store, self.registry = store, registry
 
     def before_use(self, connector: Connector, catalog: Catalog) -> None:
-        """ConnectorCache's hook: ask the engine who it is, deliver its pending retirements, and record
-        the catalog's engine identity (the one check per connector and process)."""
+        """ConnectorCache's hook (the one check per connector and process): deliver the engine's pending
+        retirements, and record the catalog's engine identity when it is not recorded yet. The engine is
+        asked who it is only when needed: for that record, or while a retirement known by an identity
+        is pending (the caller may be inside a store transaction: no engine call without need)."""
         if connector.process_local:
             return
-        try:
-            identity, unasked = connector.engine_identity(), None
-        except errors.GravitinoError as exc:
-            identity, unasked = None, exc
+        recorded = read(self.store.engine, identity_name(catalog)) if catalog.id is not None else None
+        identity, unasked = None, None
+        if recorded is None or self._pending_by_identity():
+            try:
+                identity = connector.engine_identity()
+            except errors.GravitinoError as exc:
+                unasked = exc
         self.deliver_for(connector, unasked)
-        if identity and catalog.id is not None and read(self.store.engine, identity_name(catalog)) != identity:
+        if identity and catalog.id is not None and recorded != identity:
             # not here: the caller may be inside a store write transaction (the journal's prelude), which a
             # write of its own would wait for on a SQLite store; a catalog made by this version has its
-            # record from its create already (record_identity), this is for the others and for a move
+            # record from its create (note_identity) already: this is for the others
             threading.Thread(target=record_identity, args=(self.store, catalog, identity),
                              name="engine-identity", daemon=True).start()
+
+    def _pending_by_identity(self) -> bool:
+        return any(str(x).startswith("id:") for _, data in self._pending() for x in data.get("locations") or ())
 
     def deliver_for(self, connector: Connector, unasked: errors.GravitinoError | None = None) -> None:
         """Deliver every pending retirement of this connector's engine (by its locations, its identity

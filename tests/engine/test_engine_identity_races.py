@@ -245,15 +245,17 @@ def test_a_missed_retirement_reaches_the_metastore_by_its_identity_where_no_plac
                                    uris=(f"http://127.0.0.1:{forwarded.port}", stub.uri))
 
 
-def test_a_catalogs_engine_identity_is_recorded_while_it_answers_and_forgotten_with_the_catalog(cluster, stub):
+def test_a_catalogs_engine_identity_is_recorded_while_it_answers_and_forgotten_with_the_catalog(
+        cluster, stub, tmp_path):
     """The create records the metastore's identity (what a drop that cannot reach it retires by); a
     catalog without the record (made before engines reported one) gets it at its first use in a process;
-    the drop removes it."""
+    a change of its properties records the identity of the metastore they name now; the drop removes it."""
     import time
 
     from gravimeta.dispatch.retirement import identity_name
     from gravimeta.store.database import write_session
     from gravimeta.store.server_settings import read, server_setting
+    from tests.connectors.stub_process import StubProcess
 
     a, b = (Api(replica) for replica in cluster.replicas("a", "b"))
     ok(b.metalake())
@@ -268,6 +270,13 @@ def test_a_catalogs_engine_identity_is_recorded_while_it_answers_and_forgotten_w
     while read(cluster.engine, name) is None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert read(cluster.engine, name) == identity
+    other = StubProcess(tmp_path / "hive-stub-2").start()
+    try:
+        ok(b.r.request("PUT", path_of("m", H), {"updates": [
+            {"@type": "setProperty", "property": "metastore.uris", "value": other.uri}]}))
+        assert read(cluster.engine, name) == other.raw("GET", "/identity")[1]["identity"] != identity
+    finally:
+        other.stop()
     ok(b.r.request("PATCH", path_of("m", H), {"inUse": False}))
     assert ok(b.drop_catalog(c=H))["dropped"] is True
     assert read(cluster.engine, name) is None
