@@ -194,7 +194,11 @@ class PendingRetirements:
             finally:
                 if old is not None:
                     old.close()
-            self._done(name)
+            # its record goes on a thread of its own: the caller may be inside a store write transaction (the
+            # journal's prelude), which a write of its own would wait for on a SQLite store until its busy
+            # timeout, failing the first use every time. A record left (the write failed, or the process
+            # stopped first) is delivered again later: the same token on a key no catalog has again
+            threading.Thread(target=self._done, args=(name,), name="retirement-delivered", daemon=True).start()
             log.info("delivered the pending retirement of %s to %s", fence.key, where)
 
     def _pending(self) -> list[tuple[str, dict[str, Any]]]:
@@ -204,8 +208,11 @@ class PendingRetirements:
         return [(row.name, json.loads(row.value)) for row in rows]
 
     def _done(self, name: str) -> None:
-        with write_session(self.store.engine) as s:
-            s.execute(delete(server_setting).where(server_setting.c.name == name))
+        try:
+            with write_session(self.store.engine) as s:
+                s.execute(delete(server_setting).where(server_setting.c.name == name))
+        except Exception as exc:  # noqa: BLE001 - a thread of its own: the record stays and is delivered again
+            log.warning("the delivered retirement %s is still recorded (%s); it will be delivered again", name, exc)
 
 
 def recorded_locations(data: dict[str, Any], old: Connector | None) -> set[str]:

@@ -23,14 +23,17 @@ engine lacks by itself), and the metastore's own HTTP API.
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
 from gravimeta.store import EntityStore
+from gravimeta.store.server_settings import server_setting
 from tests.conftest import require_backend
-from tests.engine.conftest import Api, Cluster, hive_properties, ok, path_of
+from tests.engine.conftest import Api, Cluster, hive_properties, ok, path_of, wait_until
 from tests.support.databases import fresh_database
 
 H, S, T = "h", "s", "t"
@@ -324,3 +327,29 @@ def test_a_move_retires_on_a_sqlite_store(sqlite_db_cluster, stub, tmp_path):
     never handed out again there either (revision 0019), so the namesake is another catalog, as on
     PostgreSQL and MariaDB.)"""
     move_under_a_held_drop(sqlite_db_cluster, stub, tmp_path, "told")
+
+
+def pending_retirements(cluster: Cluster) -> list[str]:
+    with cluster.engine.connect() as conn:
+        return list(conn.execute(select(server_setting.c.name).where(server_setting.c.name.like("retire %"))).scalars())
+
+
+def test_a_missed_retirement_delivered_by_a_journalled_first_use_on_a_sqlite_store(sqlite_db_cluster, stub):
+    """On replicas sharing one SQLite store, the namesake's first use is a journalled create, whose connector
+    is made inside the journal's store write transaction: the delivery's own bookkeeping (the pending row's
+    deletion) must not wait for that transaction. It did: SQLite has one writer, so the create waited out
+    the busy timeout and answered 503 after 30 s, and so did every retry (the connector is not kept when
+    its first use fails)."""
+    b = Api(sqlite_db_cluster.replica("b"))
+    ok(b.metalake())
+    ok(b.catalog("hive", hive_properties(stub), c=H))
+    ok(b.schema(c=H))
+    stub.fault("fail", count=1, mode="500", ops=["fence"])  # the drop's retirement barrier
+    ok(b.r.request("PATCH", path_of("m", H), {"inUse": False}))
+    assert ok(b.drop_catalog(c=H))["dropped"] is True
+    assert len(pending_retirements(sqlite_db_cluster)) == 1
+    ok(b.catalog("hive", hive_properties(stub), c=H))
+    began = time.monotonic()
+    ok(b.schema("s2", c=H))  # the first use: delivers the retirement, then creates
+    assert time.monotonic() - began < 10, "the first use waited for its own store transaction"
+    wait_until("the delivered retirement's record is deleted", lambda: pending_retirements(sqlite_db_cluster) == [])
