@@ -55,6 +55,9 @@ PARTITIONS_IN_ENGINE, PARTITIONS_IN_STORE = "engine", "store"
 #: call_window_s() of a connector that does not say: how long a call may still change its engine
 DEFAULT_CALL_WINDOW_S = 30.0
 
+#: how an engine's own identity is spelled among its locations (Connector.engine_locations)
+IDENTITY_LOCATION = "id:"
+
 
 @dataclass(frozen=True)
 class CatalogContext:
@@ -162,7 +165,7 @@ class Connector(ABC):
 
     def identity_locations(self) -> frozenset[str]:
         """{'id:<identity>'} once engine_identity has found one, else empty (no engine call)."""
-        return frozenset({f"id:{self._known_identity}"}) if self._known_identity else frozenset()
+        return frozenset({IDENTITY_LOCATION + self._known_identity}) if self._known_identity else frozenset()
 
     def remember_identity(self, identity: str | None) -> str | None:
         """For engine_identity implementations: keep what the engine answered; returns it."""

@@ -55,7 +55,7 @@ from typing import Any
 
 from sqlalchemy import delete, select
 
-from connectors.base import CatalogContext, Connector, Fence
+from connectors.base import IDENTITY_LOCATION, CatalogContext, Connector, Fence
 from connectors.registry import ConnectorRegistry
 from gravimeta import errors
 from gravimeta.concurrency.coordinator import current_claim, require_lasting_claim
@@ -107,7 +107,7 @@ def retire(store: EntityStore, connectors: ConnectorCache, catalog: Catalog) -> 
         # the places its properties give (a connector of its own has not asked the engine who it is), and
         # the identity recorded while the engine answered
         identity = read(store.engine, IDENTITY_PREFIX + key)
-        locations = sorted(connector.engine_locations() | ({f"id:{identity}"} if identity else set()))
+        locations = sorted(connector.engine_locations() | ({IDENTITY_LOCATION + identity} if identity else set()))
         claim = current_claim()
         if not locations or claim is None or claim.fence is None:
             log.warning("catalog %s.%s: its engine was not told of the drop (%s), and its location is unknown: a "
@@ -136,13 +136,14 @@ class PendingRetirements:
         if connector.process_local:
             return
         recorded = read(self.store.engine, identity_name(catalog)) if catalog.id is not None else None
+        pending = self._pending()
         identity, unasked = None, None
-        if recorded is None or self._pending_by_identity():
+        if recorded is None or any(known_by_identity(data) for _, data in pending):
             try:
                 identity = connector.engine_identity()
             except errors.GravitinoError as exc:
                 unasked = exc
-        self.deliver_for(connector, unasked)
+        self.deliver_for(connector, pending, unasked)
         if identity and catalog.id is not None and recorded != identity:
             # not here: the caller may be inside a store write transaction (the journal's prelude), which a
             # write of its own would wait for on a SQLite store; a catalog made by this version has its
@@ -150,11 +151,9 @@ class PendingRetirements:
             threading.Thread(target=record_identity, args=(self.store, catalog, identity),
                              name="engine-identity", daemon=True).start()
 
-    def _pending_by_identity(self) -> bool:
-        return any(str(x).startswith("id:") for _, data in self._pending() for x in data.get("locations") or ())
-
-    def deliver_for(self, connector: Connector, unasked: errors.GravitinoError | None = None) -> None:
-        """Deliver every pending retirement of this connector's engine (by its locations, its identity
+    def deliver_for(self, connector: Connector, pending: list[tuple[str, dict[str, Any]]],
+                    unasked: errors.GravitinoError | None = None) -> None:
+        """Deliver every `pending` retirement of this connector's engine (by its locations, its identity
         included when engine_identity found it); EngineUnreachable when one cannot be delivered (the
         connector must not be used for changes or imports until it is), or, `unasked` (why the engine
         could not say who it is), when one known by an identity alone may be this engine's."""
@@ -164,7 +163,7 @@ class PendingRetirements:
         if not locations:
             return
         where = ", ".join(sorted(locations))
-        for name, data in self._pending():
+        for name, data in pending:
             try:
                 old: Connector | None = self.registry.get(data["provider"])(
                     CatalogContext("", data.get("catalog", ""), data["properties"]))
@@ -173,7 +172,7 @@ class PendingRetirements:
             try:
                 common = recorded_locations(data, old) & locations
                 if not common:
-                    if unasked is not None and any(str(x).startswith("id:") for x in data.get("locations") or ()):
+                    if unasked is not None and known_by_identity(data):
                         raise errors.EngineUnreachable(
                             f"The engine at {where} cannot say which engine it is ({unasked.message.rstrip('.')}), "
                             f"and catalog {data.get('catalog')} left an engine known by its identity without "
@@ -182,7 +181,7 @@ class PendingRetirements:
                 fence = Fence(name[len(PREFIX):], int(data["token"]), True, time.monotonic() + DELIVERY_TIMEOUT_S)
                 # through the new catalog's connector when the old one cannot be made, or when they share
                 # the engine's identity alone (the old places may no longer reach it): one engine
-                through = connector if old is None or all(x.startswith("id:") for x in common) else old
+                through = connector if old is None or all(x.startswith(IDENTITY_LOCATION) for x in common) else old
                 try:
                     engine_door.deliver_retirement(through, fence)
                 except errors.StaleFence:
@@ -213,6 +212,11 @@ class PendingRetirements:
                 s.execute(delete(server_setting).where(server_setting.c.name == name))
         except Exception as exc:  # noqa: BLE001 - a thread of its own: the record stays and is delivered again
             log.warning("the delivered retirement %s is still recorded (%s); it will be delivered again", name, exc)
+
+
+def known_by_identity(data: dict[str, Any]) -> bool:
+    """Whether a pending retirement's recorded locations name its engine's identity."""
+    return any(str(x).startswith(IDENTITY_LOCATION) for x in data.get("locations") or ())
 
 
 def recorded_locations(data: dict[str, Any], old: Connector | None) -> set[str]:
