@@ -18,7 +18,6 @@ from __future__ import annotations
 import http.client
 import ipaddress
 import json
-import os
 import socket
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -34,7 +33,7 @@ from connectors.base import (
 )
 from connectors.hive_replies import NotJson, Reply, describe
 from connectors.properties import CatalogProperties, PropertyEntry, java_boolean, java_int, java_long
-from gravimeta import errors
+from gravimeta import errors, failpoints
 from gravimeta.entities import Schema, Table
 
 DEFAULT_TIMEOUT_MS = 10_000
@@ -90,7 +89,7 @@ def endpoint_places(host: str, port: int) -> set[str]:
     A name that does not resolve has only its own."""
     name = host.strip("[]").lower()
     places = {f"hive:{name}:{port}"}
-    if "endpoint_addresses" in os.environ.get("GRAVIMETA_HA_DISABLE", "").split(","):  # TEST-ONLY: as written
+    if failpoints.disabled_for_test("endpoint_addresses"):  # TEST-ONLY: as written
         return places
     try:
         found = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM)
@@ -198,7 +197,7 @@ class HiveConnector(Connector):
         404 (one that keeps none: engine_locations alone then say where it is)."""
         if self._known_identity:
             return self._known_identity
-        if "engine_identity" in os.environ.get("GRAVIMETA_HA_DISABLE", "").split(","):  # TEST-ONLY: none
+        if failpoints.disabled_for_test("engine_identity"):  # TEST-ONLY: none
             return None
         status, reply = self._call("identity", "GET", ["identity"])
         if status == 404:

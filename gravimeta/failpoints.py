@@ -172,3 +172,11 @@ def _pause(directory: Path, name: str, armed: Path, context: dict[str, Any]) -> 
         time.sleep(_POLL_S)
     for leftover in (reached, resume):
         leftover.unlink(missing_ok=True)
+
+
+def disabled_for_test(mechanism: str) -> bool:
+    """TEST-ONLY: whether GRAVIMETA_HA_DISABLE names `mechanism` (a comma-separated list; tests/ha/conftest.py
+    lists them). The HA tests set it to show that a safety test fails without its mechanism (some need two
+    off: each closes the window alone); never set in service. Here, beside the failpoints, so that the
+    connectors (which do not import the store) ask it the same way."""
+    return mechanism in os.environ.get("GRAVIMETA_HA_DISABLE", "").split(",")

@@ -89,7 +89,7 @@ class SQLiteCatalogConnector(Connector):
         """The id kept in the catalog file (identity.py); made now in a file made before identities."""
         if self._known_identity:
             return self._known_identity
-        if "engine_identity" in os.environ.get("GRAVIMETA_HA_DISABLE", "").split(","):  # TEST-ONLY: none
+        if failpoints.disabled_for_test("engine_identity"):  # TEST-ONLY: none
             return None
         with self._connect() as conn:
             return self.remember_identity(identity.read_or_make(conn))
@@ -207,7 +207,7 @@ class SQLiteCatalogConnector(Connector):
     def prepare_engine(self) -> None:
         """Create the catalog file (with its registry and fence tables) when the catalog is created."""
         with self._connect(create=True) as conn:
-            if "engine_identity" not in os.environ.get("GRAVIMETA_HA_DISABLE", "").split(","):  # TEST-ONLY
+            if not failpoints.disabled_for_test("engine_identity"):  # TEST-ONLY
                 self.remember_identity(identity.read_or_make(conn))
 
     def fence_barrier(self, fence: Fence) -> None:

@@ -153,7 +153,7 @@ def location_guard(raw: str, in_use: Callable[[], Iterable[tuple[str, str]]], ti
 @contextmanager
 def _root_lock(root: Path, timeout_s: float) -> Iterator[None]:
     """An exclusive flock on <root>/LOCK_FILE, polled so that a wait is bounded and visible to tests."""
-    if "location_lock" in os.environ.get("GRAVIMETA_HA_DISABLE", "").split(","):  # TEST-ONLY: no lock (tests/ha/conftest.py)
+    if failpoints.disabled_for_test("location_lock"):  # TEST-ONLY: no lock (tests/ha/conftest.py)
         yield
         return
     root.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,6 @@ layer are bounded per statement (lock_waits.py; the hook is installed here).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -28,6 +27,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.orm import Session
 
+from gravimeta.failpoints import disabled_for_test
 from gravimeta.store import lock_waits
 
 
@@ -95,11 +95,6 @@ def _configure_sqlite(engine: Engine, in_memory: bool) -> None:
         conn.exec_driver_sql(f"BEGIN {mode}")
 
 
-def disabled_for_test(mechanism: str) -> bool:
-    """TEST-ONLY: whether GRAVIMETA_HA_DISABLE names `mechanism` (a comma-separated list; tests/ha/conftest.py
-    lists them). The HA tests set it to show that a safety test fails without its mechanism (some need two
-    off: each closes the window alone); never set in service."""
-    return mechanism in os.environ.get("GRAVIMETA_HA_DISABLE", "").split(",")
 
 
 _NO_BEGIN = "NONE"
