@@ -208,8 +208,9 @@ class LeaseClaim:
     def release(self) -> None:
         """Delete the claim row if it is still ours. Never raises: an unreleased row simply expires. A
         release whose connection failed (its COMMIT may not have reached the server, and nobody renews
-        the row any more) is sent once more on a new connection (not after a failure to connect): it deletes only this claim's row, so
-        sending it twice is harmless, and without it the scope would stay busy until the lease expired."""
+        the row any more) is sent once more on a new connection (not after a failure to connect): it
+        deletes only this claim's row, so sending it twice is harmless, and without it the scope would
+        stay busy until the lease expired."""
         if self.released:
             return
         self.released = True
