@@ -49,9 +49,11 @@ Mutation = Callable[[T], T]
 #: or None when there is no such catalog), run before the store raises its own NoSuchX for the levels below
 InUseCheck = Callable[[bool, "bool | None"], object]
 
-# Transient errors worth retrying the whole transaction for: deadlocks and serialization failures.
+# Transient errors worth retrying the whole transaction for: deadlocks and serialization failures. Not a
+# lock wait that timed out (MariaDB 1205): its bound is what the caller had (lock_waits.py), so waiting
+# again could only repeat it; it answers busy at once.
 _RETRYABLE_PG = {"40P01", "40001"}
-_RETRYABLE_MYSQL = {1213, 1205}
+_RETRYABLE_MYSQL = {1213}
 # Unique-key violations: the database decided a create/rename race (foreign-key errors are not these).
 _UNIQUE_PG = "23505"
 _UNIQUE_MYSQL = {1062, 1586}
@@ -69,6 +71,13 @@ def _sqlstate(orig: BaseException | None) -> str | None:
 def _mysql_code(orig: BaseException | None) -> Any:
     args: tuple[Any, ...] = getattr(orig, "args", ())
     return args[0] if args else None
+
+
+def _timed_out_statement(exc: OperationalError) -> str:
+    """For the server log only (a 503's detail): the database's own words and the statement that ran out of
+    time, so that a log tells a row-lock wait (1205, 55P03) from a statement that ran past its time
+    (1969, 57014) and names what waited."""
+    return f"{exc.orig}; statement: {' '.join(str(exc.statement or '').split())[:300]}"
 
 
 def _is_retryable(exc: BaseException) -> bool:
@@ -182,10 +191,15 @@ class EntityStore:
                         self.commits.mark_joined(session)  # the claim's commit is checked (commit_check.py)
                     return result
             except DBAPIError as exc:
-                if attempt < self.max_retries and _is_retryable(exc):
+                if not _is_retryable(exc):
+                    raise
+                if attempt < self.max_retries:
                     time.sleep(0.01 * 2**attempt)
                     continue
-                raise
+                raise errors.ScopeBusy(  # never the driver's error as it is: that would be a 500
+                    f"This change collided with other operations in the metadata database {attempt + 1} times "
+                    "(deadlock or serialization failure); nothing was changed, retry later",
+                    detail=str(exc.orig)) from exc
         raise AssertionError("unreachable")
 
     @contextmanager
@@ -206,7 +220,8 @@ class EntityStore:
                 raise
             if lock_waits.timed_out(exc):  # a bounded lock wait ran out (lock_waits.py)
                 raise errors.ScopeBusy("A row this change needs stayed locked by another operation for longer "
-                                       "than this one could wait; nothing was changed, retry later") from exc
+                                       "than this one could wait; nothing was changed, retry later",
+                                       detail=_timed_out_statement(exc)) from exc
             raise errors.StoreUnavailable(  # the driver's text names host, port and role: log only
                 "The metadata database failed; nothing was changed", detail=str(exc.orig)) from exc
         except DBAPIError as exc:

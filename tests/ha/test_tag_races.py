@@ -101,7 +101,9 @@ def test_an_association_never_outlives_an_object_dropped_by_another_replica(repl
     associate.wait()
     drop.wait()
 
-    assert drop.status == 200, drop.json
+    assert drop.status == 200, (f"the {change} {state} while the association was paused, then answered {drop.json}; "
+                                f"the association answered {associate.status} {associate.json}\n"
+                                f"--- replica a:\n{log_tail(a)}\n--- replica b:\n{log_tail(b)}")
     orphans = orphan_associations(sql_runner(url))
     assert not orphans, (f"{change}: association rows point at deleted objects {orphans} (the {change} {state} while "
                          f"the association was paused; the association answered {associate.status} {associate.json})")
@@ -122,7 +124,8 @@ def test_an_association_follows_the_object_renamed_by_another_replica(replicas):
     state = finished_or_blocked(rename, url)
     fp.resume(paused)
     assert associate.wait().status == 200 and associate.json["names"] == [TAG], associate.json
-    assert rename.wait().status == 200, (rename.json, log_tail(a), log_tail(b))
+    assert rename.wait().status == 200, (f"the rename {state} while the association was paused, then answered "
+                                         f"{rename.json}\n--- replica a:\n{log_tail(a)}\n--- replica b:\n{log_tail(b)}")
     post(a.url, f"{API}/{M}/catalogs/{C}/schemas/{S}/tables", {"name": T, "columns": COLUMNS})
 
     # the tag is on the table b found, under its new name; the new table under the old name has none

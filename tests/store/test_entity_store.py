@@ -8,7 +8,7 @@ import threading
 from collections import Counter
 
 import pytest
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select, text, update
 
 from gravimeta import errors
 from gravimeta.entities import Catalog, Column, Metalake, Schema
@@ -367,8 +367,63 @@ def test_a_deadlock_is_retried_even_when_it_hits_inside_a_savepoint(store, db_ur
     assert sorted(attempts.values()) == [1, 2]  # exactly one of them was the deadlock victim and ran again
 
 
+def test_a_deadlock_that_outlasts_the_retries_is_busy_not_a_driver_error(store, db_url, unique):
+    """With no retries left, the deadlock's victim answers ScopeBusy (503, "nothing was changed"), never
+    the driver's error as it is (which the API could only answer with a 500); the other write lands."""
+    if db_url.startswith("sqlite"):
+        pytest.skip("SQLite runs one writer at a time (BEGIN IMMEDIATE): two writes cannot deadlock")
+    names = [f"a_{unique}", f"b_{unique}"]
+    for name in names:
+        store.create_metalake(Metalake(name), USER)
+    store.max_retries = 0
+    both_hold_one = threading.Barrier(2, timeout=10)
+
+    def cross(first: str, second: str) -> None:
+        def work(s):
+            s.execute(update(MetalakeRow).where(MetalakeRow.name == first).values(comment=first))
+            both_hold_one.wait()
+            s.execute(update(MetalakeRow).where(MetalakeRow.name == second).values(comment=first))
+
+        store.write(work)
+
+    failures: list[BaseException] = []
+    threads = [threading.Thread(target=lambda a=a, b=b: _record(failures, cross, a, b)) for a, b in (names, names[::-1])]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert len(failures) == 1 and isinstance(failures[0], errors.ScopeBusy), failures
+    assert "nothing was changed" in failures[0].message and failures[0].detail
+    comments = {store.get_metalake(n).comment for n in names}
+    assert len(comments) == 1 and comments <= set(names), comments  # the survivor wrote both rows, the victim none
+
+
 def _record(failures: list[BaseException], fn, *args) -> None:
     try:
         fn(*args)
     except BaseException as exc:
         failures.append(exc)
+
+
+def test_a_row_lock_wait_that_runs_out_is_busy_and_its_detail_names_the_wait(store, db_url, unique):
+    """A bounded row-lock wait that runs out answers ScopeBusy ("nothing was changed"), and the error's
+    detail, which only the server log gets, carries the database's own words and the statement that
+    waited: a log then tells a lock wait from a statement that ran past its time, and names the row."""
+    if db_url.startswith("sqlite"):
+        pytest.skip("SQLite has no row locks: its writers wait on busy_timeout")
+    name = f"held_{unique}"
+    store.create_metalake(Metalake(name), USER)
+    short_wait = ("SET LOCAL lock_timeout = '200ms'" if db_url.startswith("postgresql")
+                  else "SET SESSION innodb_lock_wait_timeout = 1")
+    with store.engine.connect() as holder, holder.begin():
+        holder.execute(select(MetalakeRow.id).where(MetalakeRow.name == name).with_for_update())
+
+        def work(s):
+            s.execute(text(short_wait))
+            s.execute(update(MetalakeRow).where(MetalakeRow.name == name).values(comment="waited"))
+
+        with pytest.raises(errors.ScopeBusy, match="nothing was changed") as refused:
+            store.write(work)
+    detail = refused.value.detail or ""
+    assert ("lock timeout" in detail or "Lock wait timeout" in detail) and "UPDATE gm_metalake" in detail, detail
+    assert store.get_metalake(name).comment is None
