@@ -26,8 +26,12 @@ class Request:
     json: Any = None
     error: BaseException | None = None
     thread: threading.Thread = field(init=False)
+    started: float = field(init=False)
+    #: seconds from the start until the answer (None while it runs): for failure messages
+    took: float | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
+        self.started = time.monotonic()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
@@ -37,6 +41,8 @@ class Request:
             self.status, self.json = response.status_code, response.json()
         except BaseException as exc:  # noqa: BLE001 - reported by wait()
             self.error = exc
+        finally:
+            self.took = time.monotonic() - self.started
 
     @property
     def done(self) -> bool:

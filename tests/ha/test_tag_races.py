@@ -17,6 +17,8 @@ changes the object:
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import requests
 
@@ -98,11 +100,13 @@ def test_an_association_never_outlives_an_object_dropped_by_another_replica(repl
     drop = Request(method, a.url + path, body)
     state = finished_or_blocked(drop, url)
     fp.resume(paused)
+    resumed = time.monotonic()
     associate.wait()
     drop.wait()
 
-    assert drop.status == 200, (f"the {change} {state} while the association was paused, then answered {drop.json}; "
-                                f"the association answered {associate.status} {associate.json}\n"
+    assert drop.status == 200, (f"the {change} {state} while the association was paused, then answered {drop.json} "
+                                f"after {drop.took:.1f} s; the association answered {associate.status} {associate.json} "
+                                f"after {associate.took:.1f} s, {resumed - associate.started:.1f} s of it paused\n"
                                 f"--- replica a:\n{log_tail(a)}\n--- replica b:\n{log_tail(b)}")
     orphans = orphan_associations(sql_runner(url))
     assert not orphans, (f"{change}: association rows point at deleted objects {orphans} (the {change} {state} while "
@@ -125,7 +129,8 @@ def test_an_association_follows_the_object_renamed_by_another_replica(replicas):
     fp.resume(paused)
     assert associate.wait().status == 200 and associate.json["names"] == [TAG], associate.json
     assert rename.wait().status == 200, (f"the rename {state} while the association was paused, then answered "
-                                         f"{rename.json}\n--- replica a:\n{log_tail(a)}\n--- replica b:\n{log_tail(b)}")
+                                         f"{rename.json} after {rename.took:.1f} s (the association took "
+                                         f"{associate.took:.1f} s)\n--- replica a:\n{log_tail(a)}\n--- replica b:\n{log_tail(b)}")
     post(a.url, f"{API}/{M}/catalogs/{C}/schemas/{S}/tables", {"name": T, "columns": COLUMNS})
 
     # the tag is on the table b found, under its new name; the new table under the old name has none
