@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.databases import BACKENDS, backend_available, fresh_database
+from tests.support.databases import BACKENDS, backend_available, drop_templates, fresh_database
 
 _available: dict[str, bool] = {}
 
@@ -30,6 +30,11 @@ def pytest_collection_modifyitems(items):
     ones fill the gaps; collected last, a 90 s soak could start when the others were almost done and
     leave its worker running alone at the end."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Drop this process's migrated template databases (tests/support/databases.py)."""
+    drop_templates()
 
 
 @pytest.fixture(params=BACKENDS)
