@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import atexit
 import os
+import queue
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -76,6 +78,13 @@ def fresh_database(backend: str, tmp_dir: Path, migrate: bool = True) -> Iterato
             _copy_migrated(backend, admin, name)
         yield url
     finally:
+        admin.dispose()
+        _drops.put((backend, name))  # dropped behind the next test's back (_dropper)
+
+
+def _drop(backend: str, name: str) -> None:
+    admin = create_engine(make_url(_admin_url(backend)), isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    try:
         with admin.connect() as conn:
             if backend == "postgresql":
                 conn.execute(text(
@@ -84,7 +93,39 @@ def fresh_database(backend: str, tmp_dir: Path, migrate: bool = True) -> Iterato
                 conn.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
             else:
                 conn.execute(text(f"DROP DATABASE IF EXISTS `{name}`"))
+    finally:
         admin.dispose()
+
+
+#: the test databases to drop, in the order their uses ended
+_drops: queue.Queue[tuple[str, str]] = queue.Queue()
+#: how long a drop is tried again while its server does not answer (a chaos test restarts it)
+DROP_RETRY_S = 60.0
+
+
+def _dropper() -> None:
+    """Drop the test databases whose use ended, one at a time, on a thread of their own: a drop waits
+    for work that is not the test's (PostgreSQL's DROP DATABASE waits for a checkpoint of the whole
+    server, up to seconds while other tests write), so the next test starts meanwhile. drop_templates
+    waits until every drop queued before it is done."""
+    while True:
+        item = _drops.get()
+        try:
+            deadline = time.monotonic() + DROP_RETRY_S
+            while True:
+                try:
+                    _drop(*item)
+                    break
+                except Exception:
+                    if time.monotonic() > deadline:  # left behind, as a killed test run leaves it
+                        break
+                    time.sleep(1)
+        finally:
+            _drops.task_done()
+
+
+threading.Thread(target=_dropper, name="test-database-drops", daemon=True).start()
+atexit.register(lambda: drop_templates())  # also at pytest's session end (tests/conftest.py)
 
 
 #: backend -> the name of this process's migrated template database on it (made at first use)
@@ -107,8 +148,6 @@ def _template(backend: str) -> str:
                     conn.execute(text(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"))
                 else:
                     conn.execute(text(f'CREATE DATABASE "{name}"'))
-            if not _templates:
-                atexit.register(drop_templates)  # also at pytest's session end (tests/conftest.py)
             _templates[backend] = name
             _migrate(admin_url.set(database=name).render_as_string(hide_password=False))
             if backend == "mysql":
@@ -118,7 +157,11 @@ def _template(backend: str) -> str:
 
 
 def drop_templates() -> None:
-    """Drop this process's templates (the next fresh_database makes a new one)."""
+    """Once every test database whose use ended is dropped, drop this process's templates (the next
+    fresh_database makes a new one)."""
+    deadline = time.monotonic() + DROP_RETRY_S + 60
+    while _drops.unfinished_tasks and time.monotonic() < deadline:
+        time.sleep(0.05)
     with _template_lock:
         made = list(_templates.items())
         _templates.clear()
