@@ -54,7 +54,8 @@ def backend_available(backend: str) -> bool:
 
 @contextmanager
 def fresh_database(backend: str, tmp_dir: Path, migrate: bool = True) -> Iterator[str]:
-    """Yield the URL of a new, empty (optionally migrated) database; drop it afterwards."""
+    """Yield the URL of a new, empty (optionally migrated) database; drop it afterwards (on PostgreSQL and
+    MariaDB behind the next test's back: _dropper)."""
     name = f"gm_test_{uuid.uuid4().hex[:12]}"
     if backend == "sqlite":
         url = f"sqlite:///{tmp_dir / (name + '.db')}"
@@ -125,7 +126,6 @@ def _dropper() -> None:
 
 
 threading.Thread(target=_dropper, name="test-database-drops", daemon=True).start()
-atexit.register(lambda: drop_templates())  # also at pytest's session end (tests/conftest.py)
 
 
 #: backend -> the name of this process's migrated template database on it (made at first use)
@@ -149,10 +149,16 @@ def _template(backend: str) -> str:
                 else:
                     conn.execute(text(f'CREATE DATABASE "{name}"'))
             _templates[backend] = name
-            _migrate(admin_url.set(database=name).render_as_string(hide_password=False))
-            if backend == "mysql":
-                _mysql_objects.extend(_mysql_statements(admin, name))
-            admin.dispose()
+            try:
+                _migrate(admin_url.set(database=name).render_as_string(hide_password=False))
+                if backend == "mysql":
+                    _mysql_objects.extend(_mysql_statements(admin, name))
+            except BaseException:
+                del _templates[backend]
+                _drops.put((backend, name))
+                raise
+            finally:
+                admin.dispose()
         return _templates[backend]
 
 
@@ -167,15 +173,13 @@ def drop_templates() -> None:
         _templates.clear()
         _mysql_objects.clear()
     for backend, name in made:
-        admin = create_engine(make_url(_admin_url(backend)), isolation_level="AUTOCOMMIT", poolclass=NullPool)
         try:
-            with admin.connect() as conn:
-                conn.execute(text(f"DROP DATABASE IF EXISTS `{name}`" if backend == "mysql"
-                                  else f'DROP DATABASE IF EXISTS "{name}"'))
-        except Exception:  # the server is down (a chaos test's restart, the machine's shutdown): left behind
+            _drop(backend, name)
+        except Exception:  # the server is down (the machine's shutdown): left behind
             pass
-        finally:
-            admin.dispose()
+
+
+atexit.register(drop_templates)  # also at pytest's session end (tests/conftest.py)
 
 
 def _mysql_statements(admin: Engine, template: str) -> list[str]:
@@ -185,13 +189,13 @@ def _mysql_statements(admin: Engine, template: str) -> list[str]:
     statements = []
     with admin.connect() as conn:
         tables = conn.execute(text(
-            "SELECT table_name, table_type, table_rows FROM information_schema.tables WHERE table_schema = :s "
+            "SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = :s "
             "ORDER BY table_name"), {"s": template}).all()
-        for table, kind, _ in tables:
+        for table, kind in tables:
             if kind != "BASE TABLE":
                 raise RuntimeError(f"cannot copy {kind} {table} of the migrated template yet")
             statements.append(conn.execute(text(f"SHOW CREATE TABLE `{template}`.`{table}`")).one()[1])
-        for table, _, _ in tables:
+        for table, _ in tables:
             if conn.execute(text(f"SELECT 1 FROM `{template}`.`{table}` LIMIT 1")).first() is not None:
                 statements.append(f"INSERT INTO `{table}` SELECT * FROM `{template}`.`{table}`")
         routines = conn.execute(text(
