@@ -127,7 +127,15 @@ def test_a_claimant_gives_up_within_its_timeout_while_a_guarded_holder_is_frozen
     status, body = in_time[0]
     assert status == 503 and body.get("type") == "ScopeBusyException", (status, body)
     assert elapsed < 5, f"ScopeBusy only after {elapsed:.1f} s (acquire timeout 1000 ms)"
-    assert created and created[0][0] in (200, 409), created
+    # the holder, once resumed: 200 (its claim row stayed locked, nobody could steal it), 409 FenceLost, or on
+    # MariaDB 503 ScopeBusy (its statements after the guard are bounded by the claim's time left, by then gone:
+    # a statement slower than 1 ms on a loaded machine runs out); whatever it answered, the store agrees
+    assert created and created[0][0] in (200, 409, 503), created
+    if created[0][0] == 503:
+        assert created[0][1].get("type") == "ScopeBusyException" and "nothing was changed" in created[0][1]["message"]
+    with cluster.engine.connect() as conn:
+        stored = conn.execute(text("SELECT count(*) FROM gm_table WHERE name = 't'")).scalar()
+    assert stored == (1 if created[0][0] == 200 else 0), (created, stored)
 
 
 # --------------------------------------------------------------------- (b)
