@@ -142,7 +142,10 @@ def _keeper() -> None:
                 try:
                     _create(backend, name, migrate=True)
                     with _template_lock:
+                        extra = _spares.get(backend)
                         _spares[backend] = name
+                    if extra is not None:  # two spares were made (seen in runs; how, unknown): keep one,
+                        _chores.put(("drop", backend, extra))  # drop the other rather than lose its name
                 except Exception:
                     _chores.put(("drop", backend, name))
                 finally:
