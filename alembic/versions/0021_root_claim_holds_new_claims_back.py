@@ -26,9 +26,14 @@ ScopeBusy after their claim timeout (tests/ha/test_root_claim_fairness.py). Now:
   * gm_claim_scope (MariaDB) takes the same two arguments last. A busy root attempt that has written
     nothing records itself in its own transaction; one whose steal had deleted rows before it met a live
     or locked one rolls back first and records itself in a transaction of its own.
+  * gm_advisory_claim (PostgreSQL; PG_ADVISORY, AUTO), for a claim under a metalake, answers 'busy' before
+    it takes any lock while the record is live, so that the advisory claims of a churn (memory catalogs)
+    cannot starve a lease root claim either (under AUTO, the force drop of a metalake with sqlite or hive
+    catalogs), whose pg_try_advisory_xact_lock on '/' fails while any of them holds it shared. The
+    advisory root claim (metalake operations) records nothing: it waits in PostgreSQL's lock queue.
   * SQLite sends the statements one by one (gravimeta/concurrency/root_wait.py); only the columns here.
 The node sends durations only (hold: a quarter of the root claim's timeout, at most its time left; poll:
-500 ms); every instant is the database's. The downgrade restores 0020's function and procedure, drops
+500 ms); every instant is the database's. The downgrade restores 0020's functions and procedure, drops
 gm_root_wait and the columns.
 '''
 
@@ -194,6 +199,95 @@ BEGIN
     status := 'granted';
 END
 $$
+"""
+
+_ADVISORY_CLAIM_PG = r"""
+CREATE OR REPLACE FUNCTION gm_advisory_claim(
+    p_shared bigint[], p_exclusive bigint, p_related text[], p_descendants text, p_wait_ms bigint)
+RETURNS text
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_key bigint;
+    v_waited boolean := false;
+    v_expires timestamptz;
+    v_lock_timeout text := current_setting('lock_timeout');
+    -- a root claim (no ancestors) holds the exclusive lock on '/', which every other claim needs shared
+    v_root boolean := coalesce(cardinality(p_shared), 0) = 0;
+BEGIN
+    -- a claim under a metalake is held back while a waiting lease root claim's record is live (0021): it
+    -- answers 'busy' before it takes any lock, and the caller sleeps with backoff and calls again
+    IF NOT v_root AND EXISTS (SELECT 1 FROM gm_claim_anchor WHERE anchor = '/'
+                              AND root_wait_until > clock_timestamp()) THEN
+        RETURN 'busy';
+    END IF;
+    PERFORM set_config('lock_timeout', greatest(p_wait_ms, 1) || 'ms', true);
+    -- 0. a block around steps 1 and 2: when a root claim meets a related lease row locked by another
+    --    transaction, it raises GMBSY, which rolls this block back (giving back the advisory locks of
+    --    step 1) and answers 'busy': the caller sleeps with backoff and calls again
+    BEGIN
+        -- 1. the advisory locks: shared on every ancestor's key, root first, then exclusive on the scope's
+        BEGIN
+            FOREACH v_key IN ARRAY p_shared LOOP
+                IF NOT pg_try_advisory_xact_lock_shared(v_key) THEN
+                    v_waited := true;
+                    PERFORM pg_advisory_xact_lock_shared(v_key);
+                END IF;
+            END LOOP;
+            IF NOT pg_try_advisory_xact_lock(p_exclusive) THEN
+                v_waited := true;
+                PERFORM pg_advisory_xact_lock(p_exclusive);
+            END IF;
+        EXCEPTION WHEN lock_not_available THEN
+            PERFORM set_config('lock_timeout', v_lock_timeout, true);
+            RETURN 'timeout';
+        END;
+        -- 2. the related lease rows, locked FOR SHARE: waits for every transaction that holds one (a fenced
+        --    store write, a renewal, a release, a steal), then judges each as it was left. A root claim
+        --    does not wait (NOWAIT): it would hold '/' exclusively meanwhile, and every claim in every
+        --    metalake would queue behind a holder stalled in one of them
+        BEGIN
+            IF v_root THEN
+                FOR v_expires IN
+                    SELECT lease_expires_at FROM gm_scope_lease
+                    WHERE scope_path = ANY (p_related) OR scope_path LIKE p_descendants ESCAPE '!'
+                    ORDER BY scope_path
+                    FOR SHARE NOWAIT
+                LOOP
+                    IF v_expires > clock_timestamp() THEN
+                        RAISE EXCEPTION 'live lease' USING ERRCODE = 'GMLSD';  -- rolls back this block's row locks
+                    END IF;
+                END LOOP;
+            ELSE
+                FOR v_expires IN
+                    SELECT lease_expires_at FROM gm_scope_lease
+                    WHERE scope_path = ANY (p_related) OR scope_path LIKE p_descendants ESCAPE '!'
+                    ORDER BY scope_path
+                    FOR SHARE
+                LOOP
+                    IF v_expires > clock_timestamp() THEN
+                        RAISE EXCEPTION 'live lease' USING ERRCODE = 'GMLSD';  -- rolls back this block's row locks
+                    END IF;
+                END LOOP;
+            END IF;
+        EXCEPTION
+            WHEN lock_not_available THEN
+                IF v_root THEN
+                    RAISE EXCEPTION 'a related lease row is locked' USING ERRCODE = 'GMBSY';
+                END IF;
+                PERFORM set_config('lock_timeout', v_lock_timeout, true);
+                RETURN 'timeout';
+            WHEN SQLSTATE 'GMLSD' THEN
+                PERFORM set_config('lock_timeout', v_lock_timeout, true);
+                RETURN 'leased';
+        END;
+    EXCEPTION WHEN SQLSTATE 'GMBSY' THEN
+        PERFORM set_config('lock_timeout', v_lock_timeout, true);
+        RETURN 'busy';
+    END;
+    PERFORM set_config('lock_timeout', v_lock_timeout, true);
+    RETURN CASE WHEN v_waited THEN 'waited' ELSE 'granted' END;
+END;
+$$;
 """
 
 _CLAIM_SCOPE_MARIADB = r"""
@@ -373,6 +467,7 @@ def upgrade() -> None:
         op.execute(_ROOT_WAIT_PG)
         op.execute(_DROP_0020)  # another signature: CREATE OR REPLACE would add an overload
         op.execute(_CLAIM_SCOPE_PG)
+        op.execute(_ADVISORY_CLAIM_PG)  # same signature
     elif dialect in ("mysql", "mariadb"):
         _revision("0015_mariadb_claim_locks_found_keys.py")._replace(_CLAIM_SCOPE_MARIADB)
 
@@ -383,6 +478,7 @@ def downgrade() -> None:
     if dialect == "postgresql":
         op.execute(_DROP)
         op.execute(revision_0020._CLAIM_SCOPE_PG)
+        op.execute(revision_0020._ADVISORY_CLAIM_PG)
         op.execute(_DROP_ROOT_WAIT)
     elif dialect in ("mysql", "mariadb"):
         _revision("0015_mariadb_claim_locks_found_keys.py")._replace(revision_0020._CLAIM_SCOPE_MARIADB)

@@ -4,7 +4,9 @@ A claim on P is granted in ONE transaction that
   1. locks the serializer rows: gm_claim_anchor '/' FOR KEY SHARE and '/<metalake>' FOR UPDATE (a root
      claim locks '/' FOR UPDATE). Every two related paths share an anchor, so their claim transactions
      run one after the other and each sees the other's committed row (READ COMMITTED re-reads per
-     statement). On SQLite the transaction is BEGIN IMMEDIATE, which serializes all writers anyway;
+     statement). On SQLite the transaction is BEGIN IMMEDIATE, which serializes all writers anyway.
+     The same read of '/' gives the waiting root claim's record: while it is live, a claim under a
+     metalake is held back ('held', busy), and a busy root claim writes or renews it (root_wait.py);
   2. reads the claims on P, its ancestors (IN list) and its descendants (LIKE 'P/%' with wildcards
      escaped), judging expiry with the database clock; any live one means "busy": roll back and wait.
      If it found some and all were expired, it reads each of them again FOR UPDATE, by its key, and
@@ -18,9 +20,9 @@ A claim on P is granted in ONE transaction that
      are never deleted, so fences never reset), and
   5. inserts the claim row, expiring TTL later by the database clock.
 On PostgreSQL the whole transaction is one call of the database function gm_claim_scope (alembic
-revisions 0004, 0012 and 0020: the same statements in the same order, one round trip instead of eight or more), which also
+revisions 0004, 0012, 0020 and 0021: the same statements in the same order, one round trip instead of eight or more), which also
 takes the scope's advisory locks when advisory-path operations can run (PG_ADVISORY, AUTO). On
-MySQL/MariaDB it is one call of the stored procedure gm_claim_scope (alembic revisions 0013, 0015 and 0020,
+MySQL/MariaDB it is one call of the stored procedure gm_claim_scope (alembic revisions 0013, 0015, 0020 and 0021,
 the same statements again). On SQLite the statements are sent one by one. The anchor rows are created
 beforehand, once, in a transaction of their own that is bounded like the claim (_ensure_anchors).
 

@@ -18,8 +18,10 @@ Bounds, each judged by the database clock (the node only sends durations):
     claims hold the others back at most half of the time.
 A claim held back by a waiting root claim therefore waits for the claims that were live when the root
 claim began to wait, then for the root claim's own work; never longer than HOLD_SHARE of the root claim's
-timeout per record. The advisory root claim (PG_ADVISORY, AUTO) needs none of this: it waits in
-PostgreSQL's lock queue, which holds later claims back by itself.
+timeout per record. The advisory root claim (PG_ADVISORY, AUTO) records nothing: it waits in PostgreSQL's
+lock queue, which holds later claims back by itself. An advisory claim under a metalake reads the record
+all the same (gm_advisory_claim, before it takes a lock), because a lease root claim under AUTO try-locks
+'/''s advisory key exclusively, which a churn of advisory claims holding it shared would never let it do.
 """
 
 from __future__ import annotations

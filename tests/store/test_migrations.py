@@ -611,9 +611,10 @@ def test_a_database_at_0019_upgrades_to_root_claims_that_do_not_wait_for_a_locke
 def test_a_database_at_0020_upgrades_to_root_claims_that_hold_new_claims_back_and_back(empty_url, engine_of):
     """Revision 0021: a busy root claim attempt records the claim as the waiting root claim in '/''s anchor
     row (columns root_waiter, root_wait_since/until/ends, by the database clock) and answers 'waiting'; a
-    claim under a metalake then answers 'held' and writes nothing, while the record is live; the root
-    claim's grant ends its record. The downgrade restores 0020's function and procedure (signatures,
-    behaviour) and drops the columns and gm_root_wait."""
+    claim under a metalake then answers 'held' and writes nothing, while the record is live (PostgreSQL: an
+    advisory claim under a metalake answers 'busy', holding no lock); the root claim's grant ends its record.
+    The downgrade restores 0020's functions and procedure (signatures, behaviour) and drops the columns and
+    gm_root_wait."""
     from gravimeta.concurrency.root_wait import RootWait
     from gravimeta.concurrency.scope_lease import LeaseBackend
     from gravimeta.store import lock_waits
@@ -643,6 +644,18 @@ def test_a_database_at_0020_upgrades_to_root_claims_that_hold_new_claims_back_an
         with engine.connect() as conn:
             return sorted(conn.execute(text("SELECT scope_path FROM gm_scope_lease")).scalars())
 
+    def advisory_claim(path: str) -> tuple[str, int]:
+        """PostgreSQL: gm_advisory_claim's answer on `path` under metalake /n, and the advisory locks it holds."""
+        from gravimeta.concurrency.pg_advisory import advisory_key
+
+        with engine.connect() as conn, conn.begin():
+            status = conn.execute(text("SELECT gm_advisory_claim(CAST(:s AS bigint[]), :x, CAST(:r AS text[]), :d, 300)"),
+                                  {"s": [advisory_key("/"), advisory_key("/n")], "x": advisory_key(path),
+                                   "r": [path, "/", "/n"], "d": f"{path}/%"}).scalar_one()
+            held = conn.execute(text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+                                     "AND pid = pg_backend_pid()")).scalar_one()
+            return str(status), int(held)
+
     try:
         held = attempt("/m/c", "h")
         assert held is not None
@@ -651,6 +664,8 @@ def test_a_database_at_0020_upgrades_to_root_claims_that_hold_new_claims_back_an
         assert record() == ("root", True)
         assert attempt("/n/c", "other") is None, "a claim in another metalake was granted past the waiting root claim"
         assert claim_rows() == ["/m/c"], "a held-back claim wrote a claim row"
+        if dialect == "postgresql":
+            assert advisory_claim("/n/c") == ("busy", 0), "an advisory claim was granted past the waiting root claim"
         with engine.begin() as conn:
             conn.execute(text("DELETE FROM gm_scope_lease WHERE scope_path = '/m/c'"))
         fence = attempt("/", "root", RootWait(hold_ms=5000, poll_ms=5000))
@@ -674,6 +689,7 @@ def test_a_database_at_0020_upgrades_to_root_claims_that_hold_new_claims_back_an
                                        "'/n/c/%', 'x', 5000, false, NULL, NULL)")).scalar_one()
             conn.commit()
             assert status == "busy"  # 0020's function: "other" still holds /n/c
+            assert advisory_claim("/n/d") == ("granted", 3), "0020's advisory claim"
         elif dialect in ("mysql", "mariadb"):
             row = conn.execute(text("CALL gm_claim_scope('/n', '/n', '/n', '/', NULL, NULL, NULL, '/n/%', 'x', 5000)")
                                ).one()
