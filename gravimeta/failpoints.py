@@ -51,6 +51,8 @@ _POLL_S = 0.005
 FAILPOINTS: dict[str, str] = {
     "claim.before_grant": "lease claim: the claim transaction is about to commit its grant",
     "claim.after_grant": "lease claim: granted and committed, before the operation runs",
+    "claim.root_waiting": "lease root claim: an attempt found the tree busy and recorded the claim as the waiting "
+                          "root claim (new claims are held back), before it backs off",
     "renew.before_commit": "lease renewal: the UPDATE ran, its transaction has not committed",
     "guard.after_lock": "fence guard: the claim row is locked and checked inside the store transaction",
     "advisory.before_lock": "advisory claim: its transaction is open, the advisory locks not yet taken",

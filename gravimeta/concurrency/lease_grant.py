@@ -4,7 +4,9 @@ A claim on P is granted in ONE transaction that
   1. locks the serializer rows: gm_claim_anchor '/' FOR KEY SHARE and '/<metalake>' FOR UPDATE (a root
      claim locks '/' FOR UPDATE). Every two related paths share an anchor, so their claim transactions
      run one after the other and each sees the other's committed row (READ COMMITTED re-reads per
-     statement). On SQLite the transaction is BEGIN IMMEDIATE, which serializes all writers anyway;
+     statement). On SQLite the transaction is BEGIN IMMEDIATE, which serializes all writers anyway.
+     The same read of '/' gives the waiting root claim's record: while it is live, a claim under a
+     metalake is held back ('held', busy), and a busy root claim writes or renews it (root_wait.py);
   2. reads the claims on P, its ancestors (IN list) and its descendants (LIKE 'P/%' with wildcards
      escaped), judging expiry with the database clock; any live one means "busy": roll back and wait.
      If it found some and all were expired, it reads each of them again FOR UPDATE, by its key, and
@@ -18,9 +20,9 @@ A claim on P is granted in ONE transaction that
      are never deleted, so fences never reset), and
   5. inserts the claim row, expiring TTL later by the database clock.
 On PostgreSQL the whole transaction is one call of the database function gm_claim_scope (alembic
-revisions 0004, 0012 and 0020: the same statements in the same order, one round trip instead of eight or more), which also
+revisions 0004, 0012, 0020 and 0021: the same statements in the same order, one round trip instead of eight or more), which also
 takes the scope's advisory locks when advisory-path operations can run (PG_ADVISORY, AUTO). On
-MySQL/MariaDB it is one call of the stored procedure gm_claim_scope (alembic revisions 0013, 0015 and 0020,
+MySQL/MariaDB it is one call of the stored procedure gm_claim_scope (alembic revisions 0013, 0015, 0020 and 0021,
 the same statements again). On SQLite the statements are sent one by one. The anchor rows are created
 beforehand, once, in a transaction of their own that is bounded like the claim (_ensure_anchors).
 
@@ -54,7 +56,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from sqlalchemy import Connection, Engine, delete, func, insert, select, text, update
+from sqlalchemy import Connection, Engine, case, delete, func, insert, select, text, update
 from sqlalchemy.dialects.mysql import insert as mysql_insert
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -62,9 +64,10 @@ from sqlalchemy.engine import Row
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from gravimeta import failpoints
-from gravimeta.concurrency import metrics, paths
+from gravimeta.concurrency import metrics, paths, root_wait
 from gravimeta.concurrency.db_clock import db_now, db_now_plus
 from gravimeta.concurrency.lease_claim import UNSAFE_NAIVE_CLAIM
+from gravimeta.concurrency.root_wait import RootWait
 from gravimeta.concurrency.tables import claim_anchor, scope_lease
 from gravimeta.store import lock_waits
 from gravimeta.store.commit_check import lost_answer
@@ -72,22 +75,30 @@ from gravimeta.store.commit_check import lost_answer
 log = logging.getLogger(__name__)
 
 
-# The whole claim transaction on PostgreSQL, in one call (alembic/versions/0020_root_claim_gives_up_on_a_locked_claim_row.py,
+# The whole claim transaction on PostgreSQL, in one call (alembic/versions/0021_root_claim_holds_new_claims_back.py,
 # first written as 0004).
 _PG_CLAIM = text(
     # the first argument also sets lock_timeout for the call (lock_waits.pg_argument)
     f"SELECT status, fence, stolen FROM gm_claim_scope({lock_waits.pg_argument('CAST(:path AS text)')}, "
     "CAST(:anchor AS text), "
     "CAST(:related AS text[]), CAST(:descendants AS text), CAST(:holder AS text), CAST(:ttl_ms AS bigint), "
-    "CAST(:async AS boolean), CAST(:shared AS bigint[]), CAST(:exclusive AS bigint))"
+    "CAST(:async AS boolean), CAST(:shared AS bigint[]), CAST(:exclusive AS bigint), "
+    "CAST(:hold_ms AS bigint), CAST(:poll_ms AS bigint))"
 )
 
 
-# The whole claim transaction on MySQL/MariaDB, in one call (alembic/versions/0013_mariadb_claim_procedure.py).
-# Its lock waits are bounded by the statement's DEADLINE option (lock_waits.install: SET STATEMENT ... FOR).
-_MYSQL_CLAIM = text("CALL gm_claim_scope(:path, :anchor, :r1, :r2, :r3, :r4, :r5, :descendants, :holder, :ttl_ms)")
+# The whole claim transaction on MySQL/MariaDB, in one call (alembic/versions/0013_mariadb_claim_procedure.py,
+# now as written by 0021). Its lock waits are bounded by the statement's DEADLINE option (lock_waits.install:
+# SET STATEMENT ... FOR).
+_MYSQL_CLAIM = text("CALL gm_claim_scope(:path, :anchor, :r1, :r2, :r3, :r4, :r5, :descendants, :holder, :ttl_ms, "
+                    ":hold_ms, :poll_ms)")
 #: the procedure takes the scope and its ancestors as five arguments: enough for a table's path
 _MYSQL_RELATED = 5
+
+
+def _wait_arguments(wait: RootWait | None) -> dict[str, int]:
+    """gm_claim_scope's last two arguments: a root claim's hold and poll (root_wait.py); 0 records nothing."""
+    return {"hold_ms": 0 if wait is None else wait.hold_ms, "poll_ms": 0 if wait is None else wait.poll_ms}
 
 
 class ClaimTransaction:
@@ -103,10 +114,13 @@ class ClaimTransaction:
     durable_claims: bool
     _known_anchors: set[str]
 
-    def _try_claim(self, path: str, holder: str, deadline: float | None = None) -> int | None:
-        """One attempt: the new claim's fence, or None if a related claim is live (or, rarely, the
-        attempt met a row it could not see yet: the caller retries either way). `deadline`
-        (monotonic): no lock wait of the attempt lasts past it (then it is busy, None)."""
+    def _try_claim(self, path: str, holder: str, deadline: float | None = None,
+                   wait: RootWait | None = None) -> int | None:
+        """One attempt: the new claim's fence, or None if a related claim is live, a waiting root claim
+        holds this claim back (or, rarely, the attempt met a row it could not see yet: the caller retries
+        either way). `deadline` (monotonic): no lock wait of the attempt lasts past it (then it is busy,
+        None). `wait` (a root claim's attempt): how a busy attempt records the claim as the waiting root
+        claim (root_wait.py); the attempt sets `wait.waiting`."""
         if UNSAFE_NAIVE_CLAIM in self.unsafe:
             return self._try_claim_naive(path, holder)
         if deadline is None:
@@ -115,10 +129,10 @@ class ClaimTransaction:
             anchors = self._anchors(path)
             self._ensure_anchors(anchors, deadline)
             if self.dialect == "postgresql":
-                return self._try_claim_in_one_call(path, holder, anchors, deadline)
+                return self._try_claim_in_one_call(path, holder, anchors, deadline, wait)
             if self.dialect == "mysql" and len(paths.ancestors(path)) < _MYSQL_RELATED:
-                return self._try_claim_in_one_procedure_call(path, holder, anchors, deadline)
-            return self._try_claim_in_statements(path, holder, anchors, deadline)
+                return self._try_claim_in_one_procedure_call(path, holder, anchors, deadline, wait)
+            return self._try_claim_in_statements(path, holder, anchors, deadline, wait)
         except DBAPIError as exc:
             if lock_waits.timed_out(exc):  # a row stayed locked until the deadline: busy, like a live claim
                 return None
@@ -142,15 +156,23 @@ class ClaimTransaction:
             log.warning("the claim attempt on %s lost its answer and its row could not be deleted (it expires "
                         "after its TTL): %s", path, exc.orig)
 
-    def _try_claim_in_statements(self, path: str, holder: str, anchors: list[str], deadline: float) -> int | None:
+    def _try_claim_in_statements(self, path: str, holder: str, anchors: list[str], deadline: float,
+                                 wait: RootWait | None = None) -> int | None:
+        """The claim transaction as statements sent one by one (SQLite; MariaDB for paths deeper than the
+        procedure takes). Every busy answer commits what it wrote: nothing, or a root claim's record."""
         try:
             with self.engine.connect() as conn:
                 conn.execution_options(sqlite_begin="IMMEDIATE", **{lock_waits.DEADLINE: deadline})
                 with conn.begin():
-                    if not self._lock_anchors(conn, path, anchors):
+                    refused = self._lock_anchors(conn, path, anchors)
+                    if refused == "no-anchor":
                         self._known_anchors.difference_update(anchors)
+                    if refused is not None:
                         return None
                     if not self._clear_related(conn, path):
+                        # a root claim's statements run on SQLite only (MariaDB's root claim is its procedure)
+                        if wait is not None and self.dialect == "sqlite":
+                            root_wait.record_in_sqlite(conn, holder, wait)
                         return None
                     fence = self._grant(conn, path, holder, anchors)
                     failpoints.hit("claim.before_grant", scope=path)  # not on PostgreSQL: its claim is one call
@@ -158,7 +180,8 @@ class ClaimTransaction:
         except IntegrityError:  # a row we could not see yet (e.g. MySQL PAD SPACE equality): just retry
             return None
 
-    def _try_claim_in_one_call(self, path: str, holder: str, anchors: list[str], deadline: float) -> int | None:
+    def _try_claim_in_one_call(self, path: str, holder: str, anchors: list[str], deadline: float,
+                               wait: RootWait | None = None) -> int | None:
         """The same transaction as the statements of _try_claim, as ONE call of the database function
         gm_claim_scope (alembic/versions/0012) in autocommit mode: one round trip instead of eight."""
         advisory = self.advisory_plan(path) if self.advisory_plan is not None else None
@@ -169,21 +192,22 @@ class ClaimTransaction:
             "shared": None if advisory is None else [key for key, exclusive in advisory if not exclusive],
             "exclusive": None if advisory is None else next(key for key, exclusive in advisory if exclusive),
             "gm_lock_timeout": lock_waits.pg_lock_timeout(lock_waits.left(deadline)),
+            **_wait_arguments(wait),
         }
         try:
             with self.engine.connect() as conn:
                 row = conn.execution_options(isolation_level="AUTOCOMMIT").execute(_PG_CLAIM, params).one()
         except IntegrityError:  # as in _try_claim: retry
             return None
-        return self._answer(row.status, row.fence, row.stolen, anchors)
+        return self._answer(row.status, row.fence, row.stolen, anchors, wait)
 
     def _try_claim_in_one_procedure_call(self, path: str, holder: str, anchors: list[str],
-                                         deadline: float) -> int | None:
+                                         deadline: float, wait: RootWait | None = None) -> int | None:
         """The same transaction as the statements of _try_claim, as ONE call of the stored procedure
         gm_claim_scope (alembic/versions/0013), which commits (or rolls back) itself."""
         related = [path, *paths.ancestors(path)]
         params = {"path": path, "anchor": anchors[-1], "descendants": paths.descendant_pattern(path),
-                  "holder": holder, "ttl_ms": self.ttl_ms,
+                  "holder": holder, "ttl_ms": self.ttl_ms, **_wait_arguments(wait),
                   **{f"r{i + 1}": related[i] if i < len(related) else None for i in range(_MYSQL_RELATED)}}
         try:
             with self.engine.connect() as conn:
@@ -192,13 +216,17 @@ class ClaimTransaction:
                 row = conn.execution_options(**{lock_waits.DEADLINE: deadline}).execute(_MYSQL_CLAIM, params).one()
         except IntegrityError:  # as in _try_claim_in_statements: retry
             return None
-        return self._answer(row.status, row.fence, list(filter(None, row.stolen.split("\n"))), anchors)
+        return self._answer(row.status, row.fence, list(filter(None, row.stolen.split("\n"))), anchors, wait)
 
-    def _answer(self, status: str, fence: int | None, stolen: list[str], anchors: list[str]) -> int | None:
-        """The fence of a one-call claim ('granted'), or None ('busy'; 'no-anchor': the anchors are
-        created again before the next attempt). Each stolen claim is counted and logged."""
+    def _answer(self, status: str, fence: int | None, stolen: list[str], anchors: list[str],
+                wait: RootWait | None = None) -> int | None:
+        """The fence of a one-call claim ('granted'), or None ('busy'; 'held': a waiting root claim holds
+        it back; 'waiting': a root claim's attempt recorded it as the waiting one; 'no-anchor': the
+        anchors are created again before the next attempt). Each stolen claim is counted and logged."""
         if status == "no-anchor":
             self._known_anchors.difference_update(anchors)
+        if wait is not None:
+            wait.waiting = status == "waiting"
         if status != "granted":
             return None
         for what in stolen:
@@ -287,7 +315,13 @@ class ClaimTransaction:
         if len(anchors) > 1:
             highest = highest.where(a.anchor.in_(anchors))
         fence = int(conn.execute(highest).scalar() or 0) + 1
-        conn.execute(update(claim_anchor).where(a.anchor == anchors[-1]).values(fence=fence))
+        if len(anchors) > 1:
+            conn.execute(update(claim_anchor).where(a.anchor == anchors[-1]).values(fence=fence))
+        else:  # a granted root claim also ends its record as the waiting root claim (root_wait.py)
+            earliest = func.min if self.dialect == "sqlite" else func.least
+            conn.execute(update(claim_anchor).where(a.anchor == paths.ROOT_PATH).values(
+                fence=fence, root_wait_until=case((a.root_waiter == holder, earliest(a.root_wait_until, db_now(
+                    self.dialect))), else_=a.root_wait_until)))
         now = db_now(self.dialect)
         conn.execute(insert(scope_lease).values(
             scope_path=path, holder_id=holder, fence=fence,
@@ -330,18 +364,26 @@ class ClaimTransaction:
                 conn.execute(stmt)
         self._known_anchors.update(missing)
 
-    def _lock_anchors(self, conn: Connection, path: str, anchors: list[str]) -> bool:
-        """Lock the anchor rows (False if one is missing: the caller creates it and retries)."""
-        anchor = claim_anchor.c.anchor
+    def _lock_anchors(self, conn: Connection, path: str, anchors: list[str]) -> str | None:
+        """Lock the anchor rows: None, or why the attempt ends here: 'no-anchor' (one is missing: the
+        caller creates it and retries) or 'held' (a claim under a metalake, and a waiting root claim's
+        record is live: root_wait.py). The locking read of '/' waits for a root attempt's transaction and
+        returns the row as it committed it (SQLite: BEGIN IMMEDIATE, no other writer meanwhile)."""
+        a = claim_anchor.c
+        held = func.coalesce(a.root_wait_until > db_now(self.dialect), False).label("held")
         if self.dialect == "sqlite":  # BEGIN IMMEDIATE already made this the only writer
-            present = conn.execute(select(func.count()).where(anchor.in_(anchors))).scalar_one()
-            return bool(present == len(anchors))
-        root = select(anchor).where(anchor == paths.ROOT_PATH)
+            rows = conn.execute(select(a.anchor, held).where(a.anchor.in_(anchors))).all()
+            if len(rows) != len(anchors):
+                return "no-anchor"
+            return "held" if len(anchors) > 1 and any(r.held for r in rows if r.anchor == paths.ROOT_PATH) else None
+        root = select(a.anchor, held).where(a.anchor == paths.ROOT_PATH)
         if len(anchors) == 1:  # a root claim excludes every other claim: FOR UPDATE on '/'
-            return conn.execute(root.with_for_update()).first() is not None
+            return None if conn.execute(root.with_for_update()).first() is not None else "no-anchor"
         # FOR KEY SHARE on PostgreSQL (LOCK IN SHARE MODE on MySQL): conflicts with FOR UPDATE only.
         # (key_share without read would be FOR NO KEY UPDATE, which does NOT conflict with it.)
         found = conn.execute(root.with_for_update(read=True, key_share=True)).first()
-        return found is not None and conn.execute(
-            select(anchor).where(anchor == anchors[1]).with_for_update()
-        ).first() is not None
+        if found is not None and found.held:
+            return "held"
+        return None if found is not None and conn.execute(
+            select(a.anchor).where(a.anchor == anchors[1]).with_for_update()
+        ).first() is not None else "no-anchor"

@@ -33,7 +33,10 @@ advisory locks kept); the claim sleeps with backoff and calls again. A root clai
 rename or drop) reads those rows FOR SHARE NOWAIT (revision 0020): it holds the exclusive lock on '/',
 which every other claim needs shared, so waiting there for one holder stalled in a fenced transaction
 would hold up the claims of every metalake; a row another transaction holds answers 'busy', with the
-advisory locks given back too, and the claim sleeps with backoff and calls again. The lease backend
+advisory locks given back too, and the claim sleeps with backoff and calls again. Any other claim answers
+'busy' before it takes a lock while a waiting lease root claim's record is live (revision 0021,
+root_wait.py): under AUTO a lease root claim (the force drop of a metalake with journalled catalogs)
+try-locks '/' exclusively, which a churn of advisory claims holding it shared would never let it do. The lease backend
 takes the same advisory locks in its claim transaction on PostgreSQL (LeaseBackend's advisory_plan, given lock_plan),
 so replicas or operations that use different backends on one database exclude each other (docs/ha.md).
 
@@ -174,7 +177,8 @@ class AdvisoryClaim:
                     f"{self.backend.timeout_ms if wait else 0} ms, retry later"
                 )
             # 'leased': a lease on a related path must end first (or: polling); 'busy': a root claim met a
-            # related lease row locked by another transaction and gave its locks back (revision 0020)
+            # related lease row locked by another transaction and gave its locks back (revision 0020), or a
+            # waiting lease root claim holds this claim back (0021; root_wait.py), before it took any lock
             backoff.sleep(deadline)
 
     @contextmanager

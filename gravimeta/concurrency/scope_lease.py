@@ -5,7 +5,8 @@ or the acquire timeout passes (ScopeBusy). The parts, each in its own module:
   - lease_grant.py: one claim attempt, the transaction of anchor locks, related read, steal and grant;
   - lease_claim.py: LeaseClaim, the held claim: its local deadline, the fence guard, the release;
   - lease_renewal.py: the claims this process holds and their renewal from the heartbeat thread;
-  - backoff.py: how a claimant waits between attempts.
+  - backoff.py: how a claimant waits between attempts;
+  - root_wait.py: how a waiting root claim holds new claims back, for a bounded time.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from collections.abc import Callable, Iterable
 
 from sqlalchemy import Connection, Engine
 
-from gravimeta import errors
-from gravimeta.concurrency import metrics, paths
+from gravimeta import errors, failpoints
+from gravimeta.concurrency import metrics, paths, root_wait
 from gravimeta.concurrency.backoff import Backoff
 from gravimeta.concurrency.db_clock import dialect_of
 from gravimeta.concurrency.heartbeat import RENEWALS, Heartbeat
@@ -81,15 +82,20 @@ class LeaseBackend(ClaimTransaction, ClaimRenewal):
         return self.claim_path(paths.scope_path(scope))
 
     def claim_path(self, path: str) -> LeaseClaim:
-        """Claim `path`, waiting with backoff while a related live claim exists; ScopeBusy on timeout."""
+        """Claim `path`, waiting with backoff while a related live claim exists (or a waiting root claim
+        holds new claims back); ScopeBusy on timeout. A root claim that waits holds new claims back for a
+        bounded time (root_wait.py) and tries again sooner meanwhile."""
         self.heartbeat.ensure_started()
         holder = f"{self.node_id}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         started = time.monotonic()
         deadline = started + self.timeout_ms / 1000
         backoff = Backoff()
+        recorded = False  # this root claim was recorded as the waiting one at least once
         while True:
             attempt_at = time.monotonic()
-            fence = self._try_claim(path, holder, deadline)
+            wait = root_wait.RootWait.for_attempt(self.timeout_ms, deadline - attempt_at) \
+                if path == paths.ROOT_PATH else None
+            fence = self._try_claim(path, holder, deadline, wait)
             if fence is not None:
                 claim = LeaseClaim(self, path, holder, fence, attempt_at + self.ttl_ms / 1000)
                 if self._born_spent(claim):
@@ -101,9 +107,15 @@ class LeaseBackend(ClaimTransaction, ClaimRenewal):
                 metrics.claim_acquire_seconds.labels(self.name).observe(time.monotonic() - started)
                 return claim
             metrics.contention_waits.labels(self.name).inc()
+            waiting = wait is not None and wait.waiting
+            recorded = recorded or waiting
             if time.monotonic() >= deadline:
+                if recorded:
+                    root_wait.end(self.engine, self.dialect, holder)
                 raise self._busy(path)
-            backoff.sleep(deadline)
+            if waiting:
+                failpoints.hit("claim.root_waiting", scope=path)
+            backoff.sleep(deadline, cap_s=root_wait.RETRY_S if waiting else None)
 
     def _born_spent(self, claim: LeaseClaim) -> bool:
         """Whether a grant has less than a renewal interval (TTL/3) left the moment it is made: its attempt

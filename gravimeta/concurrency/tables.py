@@ -29,6 +29,11 @@ claim_anchor = Table(
     Column("anchor", String(PATH_LENGTH), primary_key=True),
     # the highest fence granted under this anchor (alembic 0012; lease_grant.py)
     Column("fence", BigInteger, nullable=False, server_default="0"),
+    # the '/' row only: the waiting root claim that holds new claims back (alembic 0021; root_wait.py)
+    Column("root_waiter", String(200), nullable=True),
+    Column("root_wait_since", DateTime(timezone=True), nullable=True),
+    Column("root_wait_until", DateTime(timezone=True), nullable=True),
+    Column("root_wait_ends", DateTime(timezone=True), nullable=True),
 )
 
 node = Table(

@@ -104,12 +104,22 @@ GRAVIMETA_HA_DISABLE (test-only) names one mechanism, or several separated by co
                     columns (dispatch/intents.py; tests/connectors/test_failure_matrix.py and
                     tests/hardening/test_lost_commits.py: a refused create whose intent stayed open is
                     rolled forward onto the engine's other table)
+  root_hold_back    a busy lease root claim records nothing, so nothing holds new claims back while it
+                    waits (concurrency/root_wait.py; test_root_claim_fairness.py: a metalake create
+                    answers 503 ScopeBusy while m1 always holds a live claim)
+  root_wait_expiry  a waiting root claim's record lives until its end (a quarter of the root claim's
+                    timeout), not 500 ms past its last attempt (root_wait.py; test_root_claim_fairness.py:
+                    a frozen or dead waiter holds a create in m1 back for about 3 s)
+  root_hold_cap     a waiting root claim's record may last until the root claim's deadline
+                    (root_wait.py; test_root_claim_behind_a_frozen_holder.py: behind a frozen holder in
+                    m4, a create in m1 answers 503 after its own claim timeout)
 The switches read by the server itself (no_snapshot, no_row_lock, advisory_queue, no_owner_lock,
 tag_object_lock, statistics_row_lock, engine_fence, identity_keys, import_barrier, retire, retire_delivery,
 retire_moved, retire_lasting, connector_identity, request_buffering, response_buffering, commit_session_end,
 no_access_recheck, access_cache, no_role_lock, root_fence, dropped_schema, node_revision_fallback,
-durable_fence, repair_preview, fresh_grant, create_shape) go through gravimeta.store.database.disabled_for_test and are
-marked TEST-ONLY where they act.
+durable_fence, repair_preview, fresh_grant, create_shape, root_hold_back, root_wait_expiry, root_hold_cap) go through
+gravimeta.store.database.disabled_for_test (root_wait.py: gravimeta.failpoints.disabled_for_test, the same function)
+and are marked TEST-ONLY where they act.
 """
 
 from __future__ import annotations

@@ -13,7 +13,15 @@
  *   SIBLINGS        lease replicas on /m/c/s and /m/c/t (unrelated: both may hold at once) and /m/c
  *   ROOT            lease replicas on / (a root claim), /m/c/s and /m2 (another metalake); the root
  *                   claim locks its related rows NOWAIT (a locked one: busy); ROOT_WAITS: it waits for
- *                   them, as before alembic 0020
+ *                   them, as before alembic 0020. A busy root attempt records the claim as the waiting
+ *                   root claim ('/''s anchor row, alembic 0021); a claim under a metalake that reads a
+ *                   live record is held back (busy); the clock may end the record at any moment
+ *   ROOT_FAIR       liveness (spin -a, pan -a -f): the root claim tries until it is granted, the
+ *                   claims on /m/c/s and /m2 churn forever (claim, store write, release, again); no
+ *                   expiry, no heartbeat, no reclaimer. The record does not expire while its waiter
+ *                   lives (the timing the code bounds); ROOT_DIES: the waiter may die after an attempt,
+ *                   and the clock then ends its record. Checked: ltl root_gets_in (<> the root claim is
+ *                   granted) and ltl others_go_on ([]<> another claim is granted)
  *   MAXRECLAIM=0    no reclaimer; MAXRENEW=0 no renewals; RENEWERS=n a heartbeat for the first n
  *                   lease replicas only
  * Reverted fixes and other variants:
@@ -36,6 +44,13 @@
  *   TIMEOUTS        any lock wait may end in a lock timeout, which rolls the statement's transaction back
  *                   (default: waits are unbounded, so spin also reports a deadlock, as an invalid end
  *                   state)
+ *   NO_HOLDBACK     a busy root claim records nothing (the code's test-only root_hold_back): with
+ *                   ROOT_FAIR the churn starves the root claim (root_gets_in fails)
+ *   BUG_RECORD_NO_EXPIRY  the record of a waiting root claim never ends by the clock: with ROOT_FAIR
+ *                   ROOT_DIES a dead waiter holds the others back forever (others_go_on fails)
+ *   BUG_HELD_EARLY  a claim under a metalake reads the record before it locks '/' (a plain read): a claim
+ *                   granted while a root claim's record is live (property 7; not a fix: shows it is not
+ *                   vacuous)
  *
  * Paths: 0 = /, 1 = /m, 2 = /m/c, 3 = /m/c/s, 4 = /m/c/t, 5 = /m2; REL(p) is the set of paths related
  * to p (equal, ancestor or descendant): /m/c/s and /m/c/t are unrelated, /m2 is related only to /.
@@ -111,6 +126,19 @@ byte apd[NA];            /* ... written by the transaction holding a_x (0: not w
 /* what each replica's request thread shares with its heartbeat thread (LeaseBackend._claims) */
 bool claimed[NR + 1];
 byte cl_fence[NR + 1];
+
+/* the waiting root claim's record, in '/''s anchor row (alembic 0021): its holder, whether it is live */
+byte rw;
+bool rw_live;
+#ifdef ROOT_FAIR
+bool rq;                 /* the root claim waits for '/' FOR UPDATE: later KEY SHARE requests queue behind it */
+bool rw_dead;            /* ROOT_DIES: the waiter died; its record ends by the clock */
+bool root_in;            /* ghost: the root claim was granted */
+bit others;              /* ghost: flips at every grant of another claim */
+#define QUEUE_OK (!rq)
+#else
+#define QUEUE_OK 1
+#endif
 
 /* ghosts, for the properties */
 byte writing;            /* paths between a passed guard and the commit of that store transaction */
@@ -206,23 +234,42 @@ inline enter_write(p) {
  */
 proctype Req(byte me; byte q) {
   byte i, tries, f, sn_h, sn_f, read, gone;
-  bool busy, deleted;
+  bool busy, deleted, held;
 
 claim:
+#ifndef ROOT_FAIR
   tries++;
+#endif
   /* 1. the anchor rows: '/' FOR KEY SHARE and the metalake's row FOR UPDATE, or '/' FOR UPDATE for a
-   * root claim (KEY SHARE conflicts with FOR UPDATE only) */
+   * root claim (KEY SHARE conflicts with FOR UPDATE only). A claim under a metalake reads the waiting
+   * root claim's record in the statement that locks '/': live, it is held back (alembic 0021) */
   if
   :: q == 0 ->
+#ifdef ROOT_FAIR
+     rq = true;
+#endif
      if
-     :: atomic { a_x[0] == 0 && root_ks == 0 -> a_x[0] = me }
+     :: atomic { a_x[0] == 0 && root_ks == 0 -> a_x[0] = me;
+#ifdef ROOT_FAIR
+                 rq = false
+#endif
+               }
      GIVE_UP(not_granted)
      fi
   :: else ->
+#ifdef BUG_HELD_EARLY
+     held = rw_live;   /* a plain read of the record before '/' is locked */
      if
-     :: atomic { a_x[0] == 0 -> root_ks = root_ks | BIT(me) }
+     :: atomic { a_x[0] == 0 && QUEUE_OK -> root_ks = root_ks | BIT(me) }
      GIVE_UP(not_granted)
      fi;
+#else
+     if
+     :: atomic { a_x[0] == 0 && QUEUE_OK -> root_ks = root_ks | BIT(me); held = rw_live }
+     GIVE_UP(not_granted)
+     fi;
+#endif
+     if :: held -> printf("c%d: held back by the waiting root claim\n", me); goto not_granted :: else -> skip fi;
      if
      :: atomic { a_x[ANCHOR(q)] == 0 -> a_x[ANCHOR(q)] = me }
      GIVE_UP(not_granted)
@@ -256,6 +303,12 @@ claim:
     i = 0
   }
 #else
+#ifdef ROOT_FAIR
+  /* the code's plain read first: a related claim committed live answers busy at once, locking nothing
+   * (its liveness matters here: a locking read of a live row would hold up its holder's release) */
+  atomic { busy = ((LIVEMASK & REL(q)) != 0) };
+  if :: busy -> goto not_granted :: else -> skip fi;
+#endif
   /* SELECT ... FOR UPDATE: each related row is locked, liveness judged on its newest version. A root
    * claim (it holds '/' FOR UPDATE, which every other claim needs) locks them NOWAIT: a row another
    * transaction holds ends the attempt, busy, instead of a wait (alembic 0020; ROOT_WAITS: it waits) */
@@ -313,6 +366,9 @@ claim:
 #endif
        :: q != 0 -> f = (afence[0] > afence[ANCHOR(q)] -> afence[0] : afence[ANCHOR(q)]) + 1
        fi;
+#ifdef ROOT_FAIR
+       f = 1;             /* fences are not this configuration's matter, and would grow without bound */
+#endif
        apd[ANCHOR(q)] = f;
        if
        :: (dirty[q] && !pd[q].ex) || (!dirty[q] && !cm[q].ex) ->
@@ -326,20 +382,44 @@ claim:
    * engine relies on when it compares tokens of related scopes) */
   atomic { end_tx(true); lost[me] = false; cl_fence[me] = f; claimed[me] = true;
            printf("c%d: claim on %d granted, fence %d\n", me, q, f);
+           /* 7. a recorded root claim is not overtaken: no other claim is granted while its record is live */
+           assert(q == 0 || !rw_live);
+           if :: q == 0 && rw == me -> rw_live = false :: else -> skip fi;   /* the grant ends its record */
+#ifdef ROOT_FAIR
+           if :: q == 0 -> root_in = true :: else -> others = 1 - others fi;
+#else
            i = 0;
            do
            :: i < NP -> assert(!RELATED(q, i) || maxf[i] < f); i++
            :: else -> i = 0; break
            od;
-           maxf[q] = f; read = 0; gone = 0 };
+           maxf[q] = f;
+#endif
+           read = 0; gone = 0 };
   goto store;
 
 not_granted:
   atomic {
     printf("c%d: claim on %d not granted\n", me, q);
+#ifndef NO_HOLDBACK
+    /* a busy root attempt (not a lock timeout) records the claim as the waiting root claim, in its
+     * transaction, which holds '/' FOR UPDATE (gm_root_wait): renews its own record, or starts one when
+     * none is live (the rest between records is timing: not modelled) */
+    if
+    :: q == 0 && busy && a_x[0] == me && (rw == me || !rw_live) ->
+       rw = me; rw_live = true; printf("c%d: recorded as the waiting root claim\n", me)
+    :: else -> skip
+    fi;
+#endif
     end_tx(false);
-    busy = false; f = 0; i = 0; read = 0; gone = 0
+    busy = false; held = false; f = 0; i = 0; read = 0; gone = 0
   };
+#ifdef ROOT_FAIR
+#ifdef ROOT_DIES
+  if :: q == 0 && rw == me -> rw_dead = true; printf("c%d: the waiting root claim dies\n", me); goto done :: true -> skip fi;
+#endif
+  goto claim;   /* ROOT_FAIR: try until granted */
+#endif
   if :: tries < MAXTRY -> goto claim :: else -> goto done fi;   /* ScopeBusy */
 
 store:
@@ -375,6 +455,9 @@ release:     /* release(): DELETE ... WHERE path, holder, fence, in its own tran
                DELETE_ROW(q), skip, release_end);
 release_end:
   atomic { end_tx(true); f = 0 };
+#ifdef ROOT_FAIR
+  if :: q != 0 -> goto claim :: else -> skip fi;   /* the others churn forever */
+#endif
 done:
   skip
 }
@@ -498,12 +581,22 @@ done:
 proctype Clock() {
 end:
   do
+#ifdef ROOT_FAIR
+#ifndef BUG_RECORD_NO_EXPIRY
+  :: atomic { rw_live && rw_dead -> rw_live = false; printf("clock: the dead waiter's record ends\n") }
+#endif
+  :: false
+#else
+#ifndef BUG_RECORD_NO_EXPIRY
+  :: atomic { rw_live -> rw_live = false; printf("clock: the waiting root claim's record ends\n") }
+#endif
   :: atomic { cm[0].ex && cm[0].live -> cm[0].live = false; printf("clock: %d expires\n", 0) }
   :: atomic { cm[1].ex && cm[1].live -> cm[1].live = false; printf("clock: %d expires\n", 1) }
   :: atomic { cm[2].ex && cm[2].live -> cm[2].live = false; printf("clock: %d expires\n", 2) }
   :: atomic { cm[3].ex && cm[3].live -> cm[3].live = false; printf("clock: %d expires\n", 3) }
   :: atomic { cm[4].ex && cm[4].live -> cm[4].live = false; printf("clock: %d expires\n", 4) }
   :: atomic { cm[5].ex && cm[5].live -> cm[5].live = false; printf("clock: %d expires\n", 5) }
+#endif
   od
 }
 
@@ -530,6 +623,8 @@ init {
 #if NREQ > 2
     LEASE(3, 2);                            /* /m/c: related to both */
 #endif
+#elif defined(ROOT_FAIR)
+    run Req(1, 0); run Req(2, 3); run Req(3, 5);   /* /, and the churn on /m/c/s and /m2 */
 #elif defined(ROOT)
     LEASE(1, 0); LEASE(2, 3);               /* / and /m/c/s */
 #if NREQ > 2
@@ -541,9 +636,15 @@ init {
     LEASE(3, 2);                            /* /m/c */
 #endif
 #endif
-#if MAXRECLAIM > 0
+#if MAXRECLAIM > 0 && !defined(ROOT_FAIR)
     run Reclaimer();
 #endif
     run Clock()
   }
 }
+
+#ifdef ROOT_FAIR
+/* liveness, under weak fairness (pan -a -f -N ...) */
+ltl root_gets_in { <> root_in }
+ltl others_go_on { []<> (others == 1) && []<> (others == 0) }
+#endif

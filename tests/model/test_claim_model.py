@@ -4,7 +4,9 @@ and the journalled engine changes under it (engine_protocol.pml).
 Each case generates the verifier (`spin -a`), compiles it and runs `./pan` in its own temporary
 directory. The fixed protocol must be verified exhaustively: no error, a complete search (no depth
 truncation, no memory bound), and states explored. Each reverted-fix variant must give a
-counterexample: an assertion violation and a trail that replays.
+counterexample: an assertion violation and a trail that replays. The liveness configuration of the claim
+model (ROOT_FAIR: a root claim against a churn, docs/claim-model.md) is checked for acceptance cycles under
+weak fairness (`pan -a -f`), one ltl property at a time; its reverted variants must give a cycle.
 
 pan.c is compiled with -O0 (about 1 s; -O2 takes ~15 s for the claim model): the compile costs more
 than the search of most cases. The one large case of the suite (MIXED, 3.4 M states) is compiled with
@@ -93,6 +95,32 @@ def check_model(directory: Path, defines: list[str], model: Path = CLAIM_MODEL) 
     )
 
 
+def check_liveness(directory: Path, defines: list[str], claim: str, model: Path = CLAIM_MODEL) -> PanResult:
+    """spin -a, gcc (no -DSAFETY: the never claim of ltl `claim`, weak fairness), ./pan -a -f -N claim."""
+    _tools()
+    shutil.copy(model, directory / model.name)
+    _run(["spin", "-a", *defines, model.name], directory, 60)
+    _run(["gcc", "-O0", "-DCOLLAPSE", "-DNFAIR=3", f"-DMEMLIM={MEMORY_LIMIT_MB}", "-o", "pan", "pan.c"], directory, 120)
+    output = _run(["./pan", "-a", "-f", "-m100000", "-N", claim], directory, PAN_TIMEOUT_S)
+
+    def number(pattern: str, cast: type = int) -> object:
+        found = re.search(pattern, output)
+        assert found, f"pan's report has no match for {pattern!r}:\n{output}"
+        return cast(found.group(1))
+
+    trail = directory / f"{model.name}.trail"
+    return PanResult(
+        output=output,
+        errors=int(str(number(r"errors: (\d+)"))),
+        states=int(str(number(r"(\d+) states, stored"))),
+        depth=int(str(number(r"depth reached (\d+)"))),
+        seconds=float(str(number(r"pan: elapsed time ([0-9.e+]+) seconds", float))),
+        trail=trail if trail.exists() else None,
+        directory=directory,
+        model=model,
+    )
+
+
 def replay(result: PanResult, defines: list[str]) -> str:
     """The counterexample as the model's own printf lines (spin -t)."""
     return _run(["spin", "-t", *defines, result.model.name], result.directory, 60)
@@ -131,6 +159,9 @@ REVERTED = [
     pytest.param(["-DMIXED", "-DBUG_ADVISORY"], "guard passed", id="advisory-plain-exists"),
     pytest.param(["-DMIXED", "-DBUG_ADVISORY_WHERE"], "guard passed", id="advisory-for-share-expiry-in-where"),
     pytest.param(["-DROOT", "-DRENEWERS=0", "-DBUG_ROOT_FENCE"], "claim on 0 granted", id="root-fence-from-root-anchor-only"),
+    # not a fix: the waiting root claim's record read before '/' is locked (property 7 is not vacuous)
+    pytest.param(["-DROOT", "-DRENEWERS=0", "-DBUG_HELD_EARLY"], "recorded as the waiting root claim",
+                 id="root-record-read-before-the-lock"),
     # not a fix: the model's properties are not vacuous (a write after a steal is caught)
     pytest.param(["-DNREQ=2", "-DNO_FENCE"], "removed 1 row(s)", id="no-fence-guard"),
 ]
@@ -158,6 +189,51 @@ def test_reverted_fix_gives_a_counterexample(tmp_path: Path, defines: list[str],
     assert "assertion violated" in steps, steps
     assert "granted" in steps and shows in steps, steps
     print(f"{defines}: counterexample after {result.states} states, depth {result.depth}")
+
+
+# the root claim against a churn (ROOT_FAIR): (defines, ltl property) verified under weak fairness
+LIVE = [
+    pytest.param(["-DROOT_FAIR"], "root_gets_in", id="a-waiting-root-claim-gets-in-while-others-churn"),
+    pytest.param(["-DROOT_FAIR"], "others_go_on", id="the-others-go-on-after-the-root-claim"),
+    pytest.param(["-DROOT_FAIR", "-DROOT_DIES"], "others_go_on", id="the-others-go-on-after-the-waiter-dies"),
+]
+
+# (defines, ltl property, lines the cycle must show): each reverted fix must give an acceptance cycle
+LIVE_REVERTED = [
+    pytest.param(["-DROOT_FAIR", "-DNO_HOLDBACK"], "root_gets_in",
+                 ["claim on 3 granted", "claim on 5 granted", "c1: claim on 0 not granted"],
+                 id="no-hold-back-the-root-claim-starves"),
+    pytest.param(["-DROOT_FAIR", "-DROOT_DIES", "-DBUG_RECORD_NO_EXPIRY"], "others_go_on",
+                 ["recorded as the waiting root claim", "the waiting root claim dies", "held back by the waiting"],
+                 id="a-record-that-never-ends-holds-the-others-forever"),
+]
+
+
+@pytest.mark.parametrize("defines,claim", LIVE)
+def test_root_claim_liveness_is_verified(tmp_path: Path, defines: list[str], claim: str) -> None:
+    result = check_liveness(tmp_path, defines, claim)
+    detail = result.output if result.trail is None else result.output + "\n" + replay(result, defines)
+    assert result.errors == 0, f"spin found a cycle that breaks {claim} ({defines}):\n{detail}"
+    assert result.trail is None
+    assert result.complete, f"the search was not exhaustive ({defines}):\n{result.output}"
+    assert "acceptance   cycles \t+ (fairness enabled)" in result.output, result.output
+    assert result.states > 1000, f"too few states explored to mean anything ({defines}):\n{result.output}"
+    print(f"{defines} {claim}: {result.states} states, depth {result.depth}, {result.seconds} s")
+
+
+@pytest.mark.parametrize("defines,claim,shows", LIVE_REVERTED)
+def test_reverted_root_fairness_gives_a_cycle(tmp_path: Path, defines: list[str], claim: str, shows: list[str]) -> None:
+    result = check_liveness(tmp_path, defines, claim)
+    assert result.errors >= 1, f"spin found no cycle breaking {claim} ({defines}):\n{result.output}"
+    assert "acceptance cycle" in result.output, result.output
+    assert result.trail is not None, f"no trail written:\n{result.output}"
+    steps = replay(result, defines)
+    assert "START OF CYCLE" in steps, steps
+    cycle = steps.split("START OF CYCLE", 1)[1]
+    for line in shows:
+        assert line in steps, f"{line!r} not in the counterexample:\n{steps}"
+    assert "claim on 0 granted" not in cycle, f"the root claim is granted inside the cycle:\n{cycle}"
+    print(f"{defines} {claim}: cycle after {result.states} states, depth {result.depth}")
 
 
 # ---------------------------------------------------------------------------------------------------

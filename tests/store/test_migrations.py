@@ -158,8 +158,8 @@ def test_a_database_at_0011_upgrades_to_anchor_fences_without_the_waiter_line_an
     postgres = engine.dialect.name == "postgresql"
     with engine.connect() as conn:
         assert "gm_claim_waiter" not in sa_inspect(conn).get_table_names()
-        if postgres:
-            assert _claim_function_arities(conn) == [9]
+        if postgres:  # the only overload: 0012's nine arguments, and the two of a waiting root claim (0021)
+            assert _claim_function_arities(conn) == [11]
     claims = LeaseBackend(engine, "n", ttl_ms=5000, timeout_ms=1000)
     try:
         first = claims.claim_path("/m/c")
@@ -275,11 +275,11 @@ def test_a_database_at_0014_upgrades_to_the_claim_procedure_that_locks_found_key
     assert current_revision(engine) == "0014"
     with engine.connect() as conn:
         assert _claim_procedure_body(conn) == ("locks by its IN/LIKE test" if mysql else None)
-    claims = LeaseBackend(engine, "n", ttl_ms=5000, timeout_ms=1000)
-    try:
-        assert claims.claim_path("/m/c").fence == 7
-    finally:
-        claims.heartbeat.stop()
+        if mysql:  # 0013's procedure still claims (called directly: this code's claims send 0021's arguments)
+            row = conn.execute(text("CALL gm_claim_scope('/m/c', '/m', '/m/c', '/', '/m', NULL, NULL, '/m/c/%', "
+                                    "'n', 5000)")).one()
+            conn.commit()
+            assert (row.status, row.fence) == ("granted", 7)
     upgrade(engine)
     assert current_revision(engine) == head_revision()
 
@@ -522,7 +522,9 @@ def test_a_database_at_0019_upgrades_to_root_claims_that_do_not_wait_for_a_locke
         return
 
     def lease_claim(path: str, anchor: str, wait_s: int) -> str:
-        """One call of the lease claim function/procedure; its status, or the lock error's class."""
+        """One call of the lease claim function/procedure (recording no root wait: 0021's arguments, at
+        head, are 0); its status, or the lock error's class."""
+        waits = ", 0, 0" if current_revision(engine) == head_revision() else ""
         try:
             with engine.connect() as conn:
                 if dialect == "postgresql":
@@ -534,7 +536,7 @@ def test_a_database_at_0019_upgrades_to_root_claims_that_do_not_wait_for_a_locke
                          "d": f"{path.rstrip('/')}/%"}).scalar_one())
                 row = conn.execute(text(
                     f"SET STATEMENT innodb_lock_wait_timeout = {wait_s} FOR "
-                    "CALL gm_claim_scope(:p, :a, :r1, :r2, NULL, NULL, NULL, :d, 'r', 5000)"),
+                    f"CALL gm_claim_scope(:p, :a, :r1, :r2, NULL, NULL, NULL, :d, 'r', 5000{waits})"),
                     {"p": path, "a": anchor, "r1": path, "r2": None if path == "/" else "/",
                      "d": f"{path.rstrip('/')}/%"}).one()
                 conn.commit()
@@ -602,5 +604,96 @@ def test_a_database_at_0019_upgrades_to_root_claims_that_do_not_wait_for_a_locke
     finally:
         holder.close()
         claims.heartbeat.stop()
+    upgrade(engine)
+    assert current_revision(engine) == head_revision()
+
+
+def test_a_database_at_0020_upgrades_to_root_claims_that_hold_new_claims_back_and_back(empty_url, engine_of):
+    """Revision 0021: a busy root claim attempt records the claim as the waiting root claim in '/''s anchor
+    row (columns root_waiter, root_wait_since/until/ends, by the database clock) and answers 'waiting'; a
+    claim under a metalake then answers 'held' and writes nothing, while the record is live (PostgreSQL: an
+    advisory claim under a metalake answers 'busy', holding no lock); the root claim's grant ends its record.
+    The downgrade restores 0020's functions and procedure (signatures, behaviour) and drops the columns and
+    gm_root_wait."""
+    from gravimeta.concurrency.root_wait import RootWait
+    from gravimeta.concurrency.scope_lease import LeaseBackend
+    from gravimeta.store import lock_waits
+
+    engine = engine_of(empty_url)
+    dialect = engine.dialect.name
+    upgrade(engine, "0020")
+    upgrade(engine)
+    assert current_revision(engine) == head_revision()
+    columns = {c["name"] for c in sa_inspect(engine).get_columns("gm_claim_anchor")}
+    assert {"root_waiter", "root_wait_since", "root_wait_until", "root_wait_ends"} <= columns
+
+    claims = LeaseBackend(engine, "n", ttl_ms=5000, timeout_ms=2000)
+
+    def attempt(path: str, holder: str, wait: RootWait | None = None) -> int | None:
+        return claims._try_claim(path, holder, lock_waits.deadline_in(2), wait)
+
+    def record() -> tuple[str | None, bool]:
+        with engine.connect() as conn:
+            row = conn.execute(text(
+                "SELECT root_waiter, root_wait_until > " + {"postgresql": "clock_timestamp()", "sqlite":
+                "strftime('%Y-%m-%d %H:%M:%f', 'now')"}.get(dialect, "UTC_TIMESTAMP(6)") +
+                " AS live FROM gm_claim_anchor WHERE anchor = '/'")).one()
+            return row.root_waiter, bool(row.live)
+
+    def claim_rows() -> list[str]:
+        with engine.connect() as conn:
+            return sorted(conn.execute(text("SELECT scope_path FROM gm_scope_lease")).scalars())
+
+    def advisory_claim(path: str) -> tuple[str, int]:
+        """PostgreSQL: gm_advisory_claim's answer on `path` under metalake /n, and the advisory locks it holds."""
+        from gravimeta.concurrency.pg_advisory import advisory_key
+
+        with engine.connect() as conn, conn.begin():
+            status = conn.execute(text("SELECT gm_advisory_claim(CAST(:s AS bigint[]), :x, CAST(:r AS text[]), :d, 300)"),
+                                  {"s": [advisory_key("/"), advisory_key("/n")], "x": advisory_key(path),
+                                   "r": [path, "/", "/n"], "d": f"{path}/%"}).scalar_one()
+            held = conn.execute(text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+                                     "AND pid = pg_backend_pid()")).scalar_one()
+            return str(status), int(held)
+
+    try:
+        held = attempt("/m/c", "h")
+        assert held is not None
+        wait = RootWait(hold_ms=5000, poll_ms=5000)
+        assert attempt("/", "root", wait) is None and wait.waiting, "a busy root claim was not recorded as waiting"
+        assert record() == ("root", True)
+        assert attempt("/n/c", "other") is None, "a claim in another metalake was granted past the waiting root claim"
+        assert claim_rows() == ["/m/c"], "a held-back claim wrote a claim row"
+        if dialect == "postgresql":
+            assert advisory_claim("/n/c") == ("busy", 0), "an advisory claim was granted past the waiting root claim"
+        with engine.begin() as conn:
+            conn.execute(text("DELETE FROM gm_scope_lease WHERE scope_path = '/m/c'"))
+        fence = attempt("/", "root", RootWait(hold_ms=5000, poll_ms=5000))
+        assert fence is not None and fence > held, (fence, held)
+        assert record() == ("root", False), "the granted root claim's record is still live"
+        with engine.begin() as conn:
+            conn.execute(text("DELETE FROM gm_scope_lease"))
+        assert attempt("/n/c", "other") is not None, "a claim was held back after the root claim's record ended"
+    finally:
+        claims.heartbeat.stop()
+
+    downgrade(engine, "0020")
+    assert current_revision(engine) == "0020"
+    columns = {c["name"] for c in sa_inspect(engine).get_columns("gm_claim_anchor")}
+    assert not {"root_waiter", "root_wait_since", "root_wait_until", "root_wait_ends"} & columns
+    with engine.connect() as conn:
+        if dialect == "postgresql":
+            assert _claim_function_arities(conn) == [9]
+            assert conn.execute(text("SELECT count(*) FROM pg_proc WHERE proname = 'gm_root_wait'")).scalar_one() == 0
+            status = conn.execute(text("SELECT status FROM gm_claim_scope('/n/c', '/n', ARRAY['/n/c', '/', '/n'], "
+                                       "'/n/c/%', 'x', 5000, false, NULL, NULL)")).scalar_one()
+            conn.commit()
+            assert status == "busy"  # 0020's function: "other" still holds /n/c
+            assert advisory_claim("/n/d") == ("granted", 3), "0020's advisory claim"
+        elif dialect in ("mysql", "mariadb"):
+            row = conn.execute(text("CALL gm_claim_scope('/n', '/n', '/n', '/', NULL, NULL, NULL, '/n/%', 'x', 5000)")
+                               ).one()
+            conn.commit()
+            assert row.status == "busy"
     upgrade(engine)
     assert current_revision(engine) == head_revision()
