@@ -9,12 +9,19 @@ ConnectionFailed when the file is missing (a wrong catalog root must never look 
 Schema files are per incarnation (registry.py): a create makes a new file, a drop turns the file into
 a tombstone in its fenced transaction and deletes it afterwards, and a table call attached to a schema's
 file checks, inside its transaction, that the registry still names that file.
+
+Text the files hold is engine data, untrusted like a metastore's reply: another program may have written
+names that are not UTF-8, or that hold text no metadata store can hold (NUL; capacity.py). Every
+connection decodes text with engine_text, so such a value is a 502 naming the catalog file and the value
+(escaped), never a 500 from sqlite3's decoder; raised inside a call's write transaction, which then rolls
+back, it says that nothing was changed (an EngineUnreachable: the journal withdraws the call's intent).
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import traceback
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -29,7 +36,7 @@ from connectors.sqlite.alter import in_place_plan, infer_renames, integrity, reb
 from connectors.sqlite.ddl import check_table, desired_shape, quote, real_shape, same_by_affinity, table_ddl
 from connectors.sqlite.describe import describe_table, described_type
 from connectors.sqlite.paths import ROOT_ENV, check_single_link, location_guard, resolve_catalog_path
-from gravimeta import errors, failpoints
+from gravimeta import capacity, errors, failpoints
 from gravimeta.entities import Schema, Table
 
 APPLICATION_ID = 0x47524D53  # "GRMS": marks a schema file written by gravimeta
@@ -127,10 +134,11 @@ class SQLiteCatalogConnector(Connector):
                 path.parent.mkdir(parents=True, exist_ok=True)
                 self._schema_dir().mkdir(exist_ok=True)
             conn = sqlite3.connect(_uri(path, create), isolation_level=None, timeout=timeout, uri=True)
+            conn.text_factory = engine_text
         except (OSError, sqlite3.Error) as exc:
             raise errors.ConnectionFailed(f"Cannot open SQLite catalog file {self._label}", detail=f"{path}: {exc}") from exc
         try:
-            with _translated(self._label, path):
+            with _unreadable_as_502(self._label), _translated(self._label, path):
                 for statement in (*registry.CREATE, fences.CREATE, identity.CREATE):
                     conn.execute(statement)
                 yield conn
@@ -161,6 +169,7 @@ class SQLiteCatalogConnector(Connector):
         path = self._schema_path(file_name)
         with _translated(self._label, path):
             conn = sqlite3.connect(_uri(path, create=False), uri=True, timeout=self._busy_timeout(fence))
+            conn.text_factory = engine_text
             try:
                 return self._user_tables(conn, "main")
             finally:
@@ -195,7 +204,8 @@ class SQLiteCatalogConnector(Connector):
         failpoints.hit("sqlite.before_begin", catalog=self.context.catalog, scope=fence.key, fence=fence.token)
         conn.execute("BEGIN IMMEDIATE")
         fences.check_and_record(conn, fence, self.context.catalog)
-        yield
+        with _unreadable_as_502(self._label, applied=False):  # read before this transaction's COMMIT
+            yield
         conn.execute("COMMIT")
 
     def _nothing_to_do(self, conn: sqlite3.Connection, fence: Fence) -> bool:
@@ -420,10 +430,18 @@ class SQLiteCatalogConnector(Connector):
             check_single_link(path, errors.ConnectionFailed, f"SQLite catalog file {self._label}")
             try:
                 conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=2)
+                conn.text_factory = engine_text
                 try:
                     conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                    conn.execute(f"SELECT name, file FROM {registry.REGISTRY}").fetchall()
                 finally:
                     conn.close()
+            except UnreadableText as exc:
+                raise exc.error(self._label) from None
+            except sqlite3.OperationalError as exc:
+                if "no such table" not in str(exc):  # a file made before gravimeta used it has no registry yet
+                    raise errors.ConnectionFailed(f"SQLite catalog file {self._label} is not usable: {exc}",
+                                                  detail=str(path)) from exc
             except sqlite3.Error as exc:
                 raise errors.ConnectionFailed(f"SQLite catalog file {self._label} is not usable: {exc}",
                                               detail=str(path)) from exc
@@ -434,6 +452,50 @@ class SQLiteCatalogConnector(Connector):
                 f"SQLite catalog file {self._label} cannot be created: its directory is not writable",
                 detail=f"{path}: {existing} is not a writable directory",
             )
+
+
+class UnreadableText(Exception):
+    """Raised by engine_text while a row is read: text in a catalog or schema file that is not UTF-8, or
+    that no metadata store can hold. The connector turns it into a 502 (error())."""
+
+    def __init__(self, what: str):
+        super().__init__(what)
+        self.what = what
+
+    def error(self, label: str, applied: bool | None = None) -> errors.ConnectionFailed:
+        """The 502 for it; `applied` False: raised inside a write transaction that rolls back."""
+        message = f"SQLite catalog file {label} (or one of its schema files) holds {self.what}: gravimeta cannot " \
+                  "read it as a name"
+        if applied is False:
+            return errors.EngineUnreachable(f"{message}; nothing was changed")
+        return errors.ConnectionFailed(message)
+
+
+def engine_text(raw: bytes) -> str:
+    """The text factory of every connection: strict UTF-8, and text a metadata store can hold, else
+    UnreadableText naming the value (escaped: the message itself must be storable and printable)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UnreadableText(f"text that is not UTF-8 ({raw[:80]!r})") from None
+    character = capacity.unstorable_character(text)
+    if character is not None:
+        raise UnreadableText(f"{character} in {text[:80]!r}")
+    return text
+
+
+@contextmanager
+def _unreadable_as_502(label: str, applied: bool | None = None) -> Iterator[None]:
+    """UnreadableText becomes its 502. The finished frames it was raised through are cleared first: one of
+    them holds the cursor that was reading the row (a generator's iterator, a local), and a cursor left
+    mid-statement keeps its file locked (SQLite's shared lock; a close only defers) for as long as the
+    error's traceback lives, which is past this request when a reference cycle holds it. Before, the next
+    write to that schema file answered "database is locked"."""
+    try:
+        yield
+    except UnreadableText as exc:
+        traceback.clear_frames(exc.__traceback__)  # frames still running (this one, the callers) are kept
+        raise exc.error(label, applied) from None
 
 
 def _uri(path: Path, create: bool) -> str:
