@@ -13,13 +13,15 @@ file checks, inside its transaction, that the registry still names that file.
 Text the files hold is engine data, untrusted like a metastore's reply: another program may have written
 names that are not UTF-8, or that hold text no metadata store can hold (NUL; capacity.py). Every
 connection decodes text with engine_text, so such a value is a 502 naming the catalog file and the value
-(escaped), never a 500 from sqlite3's decoder; raised inside a call's write transaction, which then rolls
-back, it says that nothing was changed (an EngineUnreachable: the journal withdraws the call's intent).
+(escaped), never a 500 from sqlite3's decoder. A mutating call that fails so (or on any other engine
+error) before its fenced transaction commits says that nothing was changed (an EngineUnreachable, see
+_connect), so the journal withdraws its intent and no pending operation blocks the catalog.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import traceback
 import uuid
@@ -107,8 +109,9 @@ class SQLiteCatalogConnector(Connector):
     def _schema_path(self, file_name: str) -> Path:
         schema_dir = self._schema_dir()
         target = (schema_dir / file_name).resolve()
-        if target.parent != schema_dir.resolve():
-            raise errors.IllegalArgument(f"Schema file {file_name!r} resolves outside the catalog's directory")
+        if target.parent != schema_dir.resolve():  # the registry is engine data: its fault, not the request's
+            raise errors.ConnectionFailed(f"SQLite catalog file {self._label} names schema file {file_name!r}, which "
+                                          "resolves outside the catalog's directory", detail=str(target))
         check_single_link(target, errors.ConnectionFailed, f"Schema file {file_name} of SQLite catalog {self._label}")
         return target
 
@@ -118,9 +121,16 @@ class SQLiteCatalogConnector(Connector):
         return repr(self.context.properties["path"])
 
     @contextmanager
-    def _connect(self, fence: Fence = NO_FENCE, create: bool = False) -> Iterator[sqlite3.Connection]:
+    def _connect(self, fence: Fence = NO_FENCE, create: bool = False, writes: bool = False) -> Iterator[_Connection]:
         """A connection to the catalog file (busy timeout bounded by the fence's deadline). `create`:
-        the file and its directories may be created; otherwise a missing file is ConnectionFailed."""
+        the file and its directories may be created; otherwise a missing file is ConnectionFailed.
+        `writes` (a mutating call): a ConnectionFailed raised before the call's fenced transaction
+        committed becomes an EngineUnreachable saying nothing was changed. That is provable here: every
+        change a call makes is inside that one SQLite transaction, and a transaction that does not reach
+        its COMMIT is rolled back (by the rollback below, or by SQLite when the connection closes). So the
+        journal withdraws the call's intent instead of leaving it pending for a repair that would meet the
+        same unreadable file every time (an unreadable name, a registry row naming a file outside the
+        catalog's directory, a schema file that is gone)."""
         path = self.path
         check_single_link(path, errors.ConnectionFailed, f"SQLite catalog file {self._label}")
         timeout = self._busy_timeout(fence)
@@ -133,7 +143,8 @@ class SQLiteCatalogConnector(Connector):
             if create:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 self._schema_dir().mkdir(exist_ok=True)
-            conn = sqlite3.connect(_uri(path, create), isolation_level=None, timeout=timeout, uri=True)
+            conn = sqlite3.connect(_uri(path, create), isolation_level=None, timeout=timeout, uri=True,
+                                   factory=_Connection)
             conn.text_factory = engine_text
         except (OSError, sqlite3.Error) as exc:
             raise errors.ConnectionFailed(f"Cannot open SQLite catalog file {self._label}", detail=f"{path}: {exc}") from exc
@@ -142,6 +153,10 @@ class SQLiteCatalogConnector(Connector):
                 for statement in (*registry.CREATE, fences.CREATE, identity.CREATE):
                     conn.execute(statement)
                 yield conn
+        except errors.ConnectionFailed as exc:
+            if not writes or conn.committed or isinstance(exc, errors.EngineUnreachable):
+                raise
+            raise errors.EngineUnreachable(f"{exc.message.rstrip('.')}; nothing was changed", detail=exc.detail) from exc
         finally:
             if conn.in_transaction:
                 conn.rollback()
@@ -204,9 +219,10 @@ class SQLiteCatalogConnector(Connector):
         failpoints.hit("sqlite.before_begin", catalog=self.context.catalog, scope=fence.key, fence=fence.token)
         conn.execute("BEGIN IMMEDIATE")
         fences.check_and_record(conn, fence, self.context.catalog)
-        with _unreadable_as_502(self._label, applied=False):  # read before this transaction's COMMIT
-            yield
+        yield
         conn.execute("COMMIT")
+        if isinstance(conn, _Connection):
+            conn.committed = True
 
     def _nothing_to_do(self, conn: sqlite3.Connection, fence: Fence) -> bool:
         """A drop that finds nothing still checks its fence: a stale call must be refused as stale (the
@@ -246,7 +262,7 @@ class SQLiteCatalogConnector(Connector):
         """Register the schema with a file of a new incarnation, made for it; an existing *empty* schema
         is accepted (a repeated create), one with tables is a conflict."""
         quote(schema.name)  # rejects NUL
-        with self._connect(fence, create=True) as conn:
+        with self._connect(fence, create=True, writes=True) as conn:
             registry.sweep(conn, self._schema_dir())
             if registry.file_of(conn, schema.name) is not None:
                 with self._transaction(conn, fence):
@@ -287,7 +303,7 @@ class SQLiteCatalogConnector(Connector):
         """Unregister the schema and make its file a tombstone in one fenced transaction (the commit
         point), then delete the file. Whenever this call goes on after its commit, the file it deletes is
         that of the incarnation it dropped: a schema re-created since has a file of its own."""
-        with self._connect(fence) as conn:
+        with self._connect(fence, writes=True) as conn:
             with self._transaction(conn, fence):
                 file_name = registry.file_of(conn, name)
                 if file_name is None:
@@ -336,7 +352,7 @@ class SQLiteCatalogConnector(Connector):
     def create_table(self, schema: str, table: Table, *, fence: Fence = NO_FENCE) -> None:
         """CREATE TABLE; a table that already exists with the same shape is accepted (a repeated create)."""
         ddl = table_ddl("s0", table)
-        with self._connect(fence) as conn, self._writing(conn, fence, schema):
+        with self._connect(fence, writes=True) as conn, self._writing(conn, fence, schema):
             existing = self._table_name(conn, "s0", table.name)
             if existing is not None:
                 if existing == table.name and real_shape(conn, "s0", existing) == desired_shape(table):
@@ -348,7 +364,7 @@ class SQLiteCatalogConnector(Connector):
             conn.execute(ddl)
 
     def drop_table(self, schema: str, name: str, *, fence: Fence = NO_FENCE) -> bool:
-        with self._connect(fence) as conn:
+        with self._connect(fence, writes=True) as conn:
             if registry.file_of(conn, schema) is None:
                 return self._nothing_to_do(conn, fence)
             with self._writing(conn, fence, schema):
@@ -370,7 +386,7 @@ class SQLiteCatalogConnector(Connector):
         if schema == new_schema and name == new_name:
             return
         target = "s0" if new_schema == schema else "s1"
-        with self._connect(fence) as conn, self._writing(conn, fence, *dict.fromkeys((schema, new_schema))):
+        with self._connect(fence, writes=True) as conn, self._writing(conn, fence, *dict.fromkeys((schema, new_schema))):
             source = self._table_name(conn, "s0", name)
             existing = self._table_name(conn, target, new_name)
             if source != name:
@@ -407,7 +423,7 @@ class SQLiteCatalogConnector(Connector):
         A table that already has the target shape is left alone, so a repeated alter is a no-op."""
         target = desired_shape(after)
         table_ddl("s0", after)  # validates keys and auto-increment before anything changes
-        with self._connect(fence) as conn, self._writing(conn, fence, schema), integrity(after.name):
+        with self._connect(fence, writes=True) as conn, self._writing(conn, fence, schema), integrity(after.name):
             if self._table_name(conn, "s0", after.name) != after.name:
                 raise errors.NoSuchTable(f"Table {schema}.{after.name} does not exist in SQLite catalog")
             current = real_shape(conn, "s0", after.name)
@@ -462,13 +478,15 @@ class UnreadableText(Exception):
         super().__init__(what)
         self.what = what
 
-    def error(self, label: str, applied: bool | None = None) -> errors.ConnectionFailed:
-        """The 502 for it; `applied` False: raised inside a write transaction that rolls back."""
-        message = f"SQLite catalog file {label} (or one of its schema files) holds {self.what}: gravimeta cannot " \
-                  "read it as a name"
-        if applied is False:
-            return errors.EngineUnreachable(f"{message}; nothing was changed")
-        return errors.ConnectionFailed(message)
+    def error(self, label: str) -> errors.ConnectionFailed:
+        return errors.ConnectionFailed(f"SQLite catalog file {label} (or one of its schema files) holds {self.what}: "
+                                       "gravimeta cannot read it as a name")
+
+
+class _Connection(sqlite3.Connection):
+    """A connection that knows whether a fenced transaction of its call committed (_connect's `writes`)."""
+
+    committed = False
 
 
 def engine_text(raw: bytes) -> str:
@@ -485,7 +503,7 @@ def engine_text(raw: bytes) -> str:
 
 
 @contextmanager
-def _unreadable_as_502(label: str, applied: bool | None = None) -> Iterator[None]:
+def _unreadable_as_502(label: str) -> Iterator[None]:
     """UnreadableText becomes its 502. The finished frames it was raised through are cleared first: one of
     them holds the cursor that was reading the row (a generator's iterator, a local), and a cursor left
     mid-statement keeps its file locked (SQLite's shared lock; a close only defers) for as long as the
@@ -495,7 +513,7 @@ def _unreadable_as_502(label: str, applied: bool | None = None) -> Iterator[None
         yield
     except UnreadableText as exc:
         traceback.clear_frames(exc.__traceback__)  # frames still running (this one, the callers) are kept
-        raise exc.error(label, applied) from None
+        raise exc.error(label) from None
 
 
 def _uri(path: Path, create: bool) -> str:
@@ -503,6 +521,8 @@ def _uri(path: Path, create: bool) -> str:
     return f"{path.as_uri()}?mode={'rwc' if create else 'rw'}"
 
 
+#: an SQLite URI in an error's text ("unable to open database: file:///root/.../x.sqlite?mode=rw")
+_FILE_URI = re.compile(r"file:\S+")
 #: SQLite's primary result codes that mean the file cannot be used as a database: BUSY, LOCKED, READONLY,
 #: IOERR, CORRUPT, FULL, CANTOPEN, NOTADB
 _UNUSABLE_CODES = frozenset({5, 6, 8, 10, 11, 13, 14, 26})
@@ -524,6 +544,7 @@ def _translated(label: str, path: Path) -> Iterator[None]:
                 "locked", "busy", "unable to open", "readonly", "disk i/o", "not a database", "malformed")):
             damaged = code in (11, 26) or "not a database" in text or "malformed" in text
             what = "is damaged or not a database" if damaged else "is not usable"
-            raise errors.ConnectionFailed(f"SQLite catalog file {label} (or one of its schema files) {what}: {exc}",
-                                          detail=str(path)) from exc
+            shown = _FILE_URI.sub("<file>", str(exc)).replace(str(path), "<file>")  # ATTACH names its file: not sent
+            raise errors.ConnectionFailed(f"SQLite catalog file {label} (or one of its schema files) {what}: {shown}",
+                                          detail=f"{path}: {exc}") from exc
         raise
