@@ -2,13 +2,20 @@
 a catalog's `metastore.uris` names: its replies are untrusted input. Every reply the hive connector
 uses passes through one of these checks, so that a reply of the wrong shape (not JSON, a list where an
 object belongs, a name that is not a string, duplicate columns...) is a clear 502 BadReply naming the
-metastore and the call, never a 500 from deep inside the connector and never taken for success."""
+metastore and the call, never a 500 from deep inside the connector and never taken for success.
+
+Text. Every string of every reply (object keys included) must be one a metadata store can hold
+(gravimeta/capacity.py: no lone surrogate, which JSON's "\\ud800" escape yields and UTF-8 cannot encode;
+no NUL, which PostgreSQL cannot store). The edge refuses such text in requests; a metastore can still hold
+it (written there by another client), and then the reply is a BadReply naming the place in the reply
+(`columns[0].comment`) and the character, checked once when the reply is read. Before, a table whose
+comment held a lone surrogate was imported by a load, and the store's write failed with a 500."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from gravimeta import errors
+from gravimeta import capacity, errors
 from gravimeta.entities import Column, Schema, Table
 
 
@@ -34,11 +41,36 @@ def describe(value: Any) -> str:
     return f"{type(value).__name__} {text[:80]}{'...' if len(text) > 80 else ''}"
 
 
+def unstorable_text(payload: Any) -> tuple[str, str, str] | None:
+    """(place, character, text) of a string in the decoded reply, or one of its object keys, that no store
+    can hold; None when there is none. Iterative: a deep reply cannot make the check recurse."""
+    stack: list[tuple[Any, str]] = [(payload, "")]
+    while stack:
+        node, place = stack.pop()
+        if isinstance(node, str):
+            character = capacity.unstorable_character(node)
+            if character is not None:
+                return place or "the reply", character, node
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                character = capacity.unstorable_character(key) if isinstance(key, str) else None
+                if character is not None:
+                    return f"a key of {place or 'the reply'}", character, key
+                stack.append((value, f"{place}.{key}"[:120].lstrip(".")))
+        elif isinstance(node, list):
+            stack.extend((value, f"{place}[{i}]"[:120]) for i, value in reversed(list(enumerate(node))))
+    return None
+
+
 class Reply:
     """One reply of metastore `where` to call `op`; `bad(why)` builds the 502 for it."""
 
     def __init__(self, where: str, op: str, payload: Any):
         self.where, self.op, self.payload = where, op, payload
+        found = unstorable_text(payload)
+        if found is not None:
+            place, character, value = found
+            raise self.bad(f"{place} holds {character} ({value!r:.80}): text no metadata store can hold")
 
     def bad(self, why: str) -> BadReply:
         return BadReply(f"Hive metastore at {self.where} answered {self.op} with an invalid reply: {why}")

@@ -9,12 +9,21 @@ ConnectionFailed when the file is missing (a wrong catalog root must never look 
 Schema files are per incarnation (registry.py): a create makes a new file, a drop turns the file into
 a tombstone in its fenced transaction and deletes it afterwards, and a table call attached to a schema's
 file checks, inside its transaction, that the registry still names that file.
+
+Text the files hold is engine data, untrusted like a metastore's reply: another program may have written
+names that are not UTF-8, or that hold text no metadata store can hold (NUL; capacity.py). Every
+connection decodes text with engine_text, so such a value is a 502 naming the catalog file and the value
+(escaped), never a 500 from sqlite3's decoder. A mutating call that fails so (or on any other engine
+error) before its fenced transaction commits says that nothing was changed (an EngineUnreachable, see
+_connect), so the journal withdraws its intent and no pending operation blocks the catalog.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
+import traceback
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -29,7 +38,7 @@ from connectors.sqlite.alter import in_place_plan, infer_renames, integrity, reb
 from connectors.sqlite.ddl import check_table, desired_shape, quote, real_shape, same_by_affinity, table_ddl
 from connectors.sqlite.describe import describe_table, described_type
 from connectors.sqlite.paths import ROOT_ENV, check_single_link, location_guard, resolve_catalog_path
-from gravimeta import errors, failpoints
+from gravimeta import capacity, errors, failpoints
 from gravimeta.entities import Schema, Table
 
 APPLICATION_ID = 0x47524D53  # "GRMS": marks a schema file written by gravimeta
@@ -100,8 +109,9 @@ class SQLiteCatalogConnector(Connector):
     def _schema_path(self, file_name: str) -> Path:
         schema_dir = self._schema_dir()
         target = (schema_dir / file_name).resolve()
-        if target.parent != schema_dir.resolve():
-            raise errors.IllegalArgument(f"Schema file {file_name!r} resolves outside the catalog's directory")
+        if target.parent != schema_dir.resolve():  # the registry is engine data: its fault, not the request's
+            raise errors.ConnectionFailed(f"SQLite catalog file {self._label} names schema file {file_name!r}, which "
+                                          "resolves outside the catalog's directory", detail=str(target))
         check_single_link(target, errors.ConnectionFailed, f"Schema file {file_name} of SQLite catalog {self._label}")
         return target
 
@@ -111,9 +121,16 @@ class SQLiteCatalogConnector(Connector):
         return repr(self.context.properties["path"])
 
     @contextmanager
-    def _connect(self, fence: Fence = NO_FENCE, create: bool = False) -> Iterator[sqlite3.Connection]:
+    def _connect(self, fence: Fence = NO_FENCE, create: bool = False, writes: bool = False) -> Iterator[_Connection]:
         """A connection to the catalog file (busy timeout bounded by the fence's deadline). `create`:
-        the file and its directories may be created; otherwise a missing file is ConnectionFailed."""
+        the file and its directories may be created; otherwise a missing file is ConnectionFailed.
+        `writes` (a mutating call): a ConnectionFailed raised before the call's fenced transaction
+        committed becomes an EngineUnreachable saying nothing was changed. That is provable here: every
+        change a call makes is inside that one SQLite transaction, and a transaction that does not reach
+        its COMMIT is rolled back (by the rollback below, or by SQLite when the connection closes). So the
+        journal withdraws the call's intent instead of leaving it pending for a repair that would meet the
+        same unreadable file every time (an unreadable name, a registry row naming a file outside the
+        catalog's directory, a schema file that is gone)."""
         path = self.path
         check_single_link(path, errors.ConnectionFailed, f"SQLite catalog file {self._label}")
         timeout = self._busy_timeout(fence)
@@ -126,14 +143,20 @@ class SQLiteCatalogConnector(Connector):
             if create:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 self._schema_dir().mkdir(exist_ok=True)
-            conn = sqlite3.connect(_uri(path, create), isolation_level=None, timeout=timeout, uri=True)
+            conn = sqlite3.connect(_uri(path, create), isolation_level=None, timeout=timeout, uri=True,
+                                   factory=_Connection)
+            conn.text_factory = engine_text
         except (OSError, sqlite3.Error) as exc:
             raise errors.ConnectionFailed(f"Cannot open SQLite catalog file {self._label}", detail=f"{path}: {exc}") from exc
         try:
-            with _translated(self._label, path):
+            with _unreadable_as_502(self._label), _translated(self._label, path):
                 for statement in (*registry.CREATE, fences.CREATE, identity.CREATE):
                     conn.execute(statement)
                 yield conn
+        except errors.ConnectionFailed as exc:
+            if not writes or conn.committed or isinstance(exc, errors.EngineUnreachable):
+                raise
+            raise errors.EngineUnreachable(f"{exc.message.rstrip('.')}; nothing was changed", detail=exc.detail) from exc
         finally:
             if conn.in_transaction:
                 conn.rollback()
@@ -161,6 +184,7 @@ class SQLiteCatalogConnector(Connector):
         path = self._schema_path(file_name)
         with _translated(self._label, path):
             conn = sqlite3.connect(_uri(path, create=False), uri=True, timeout=self._busy_timeout(fence))
+            conn.text_factory = engine_text
             try:
                 return self._user_tables(conn, "main")
             finally:
@@ -197,6 +221,8 @@ class SQLiteCatalogConnector(Connector):
         fences.check_and_record(conn, fence, self.context.catalog)
         yield
         conn.execute("COMMIT")
+        if isinstance(conn, _Connection):
+            conn.committed = True
 
     def _nothing_to_do(self, conn: sqlite3.Connection, fence: Fence) -> bool:
         """A drop that finds nothing still checks its fence: a stale call must be refused as stale (the
@@ -236,7 +262,7 @@ class SQLiteCatalogConnector(Connector):
         """Register the schema with a file of a new incarnation, made for it; an existing *empty* schema
         is accepted (a repeated create), one with tables is a conflict."""
         quote(schema.name)  # rejects NUL
-        with self._connect(fence, create=True) as conn:
+        with self._connect(fence, create=True, writes=True) as conn:
             registry.sweep(conn, self._schema_dir())
             if registry.file_of(conn, schema.name) is not None:
                 with self._transaction(conn, fence):
@@ -277,7 +303,7 @@ class SQLiteCatalogConnector(Connector):
         """Unregister the schema and make its file a tombstone in one fenced transaction (the commit
         point), then delete the file. Whenever this call goes on after its commit, the file it deletes is
         that of the incarnation it dropped: a schema re-created since has a file of its own."""
-        with self._connect(fence) as conn:
+        with self._connect(fence, writes=True) as conn:
             with self._transaction(conn, fence):
                 file_name = registry.file_of(conn, name)
                 if file_name is None:
@@ -326,7 +352,7 @@ class SQLiteCatalogConnector(Connector):
     def create_table(self, schema: str, table: Table, *, fence: Fence = NO_FENCE) -> None:
         """CREATE TABLE; a table that already exists with the same shape is accepted (a repeated create)."""
         ddl = table_ddl("s0", table)
-        with self._connect(fence) as conn, self._writing(conn, fence, schema):
+        with self._connect(fence, writes=True) as conn, self._writing(conn, fence, schema):
             existing = self._table_name(conn, "s0", table.name)
             if existing is not None:
                 if existing == table.name and real_shape(conn, "s0", existing) == desired_shape(table):
@@ -338,7 +364,7 @@ class SQLiteCatalogConnector(Connector):
             conn.execute(ddl)
 
     def drop_table(self, schema: str, name: str, *, fence: Fence = NO_FENCE) -> bool:
-        with self._connect(fence) as conn:
+        with self._connect(fence, writes=True) as conn:
             if registry.file_of(conn, schema) is None:
                 return self._nothing_to_do(conn, fence)
             with self._writing(conn, fence, schema):
@@ -360,7 +386,7 @@ class SQLiteCatalogConnector(Connector):
         if schema == new_schema and name == new_name:
             return
         target = "s0" if new_schema == schema else "s1"
-        with self._connect(fence) as conn, self._writing(conn, fence, *dict.fromkeys((schema, new_schema))):
+        with self._connect(fence, writes=True) as conn, self._writing(conn, fence, *dict.fromkeys((schema, new_schema))):
             source = self._table_name(conn, "s0", name)
             existing = self._table_name(conn, target, new_name)
             if source != name:
@@ -397,7 +423,7 @@ class SQLiteCatalogConnector(Connector):
         A table that already has the target shape is left alone, so a repeated alter is a no-op."""
         target = desired_shape(after)
         table_ddl("s0", after)  # validates keys and auto-increment before anything changes
-        with self._connect(fence) as conn, self._writing(conn, fence, schema), integrity(after.name):
+        with self._connect(fence, writes=True) as conn, self._writing(conn, fence, schema), integrity(after.name):
             if self._table_name(conn, "s0", after.name) != after.name:
                 raise errors.NoSuchTable(f"Table {schema}.{after.name} does not exist in SQLite catalog")
             current = real_shape(conn, "s0", after.name)
@@ -420,10 +446,18 @@ class SQLiteCatalogConnector(Connector):
             check_single_link(path, errors.ConnectionFailed, f"SQLite catalog file {self._label}")
             try:
                 conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=2)
+                conn.text_factory = engine_text
                 try:
                     conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                    conn.execute(f"SELECT name, file FROM {registry.REGISTRY}").fetchall()
                 finally:
                     conn.close()
+            except UnreadableText as exc:
+                raise exc.error(self._label) from None
+            except sqlite3.OperationalError as exc:
+                if "no such table" not in str(exc):  # a file made before gravimeta used it has no registry yet
+                    raise errors.ConnectionFailed(f"SQLite catalog file {self._label} is not usable: {exc}",
+                                                  detail=str(path)) from exc
             except sqlite3.Error as exc:
                 raise errors.ConnectionFailed(f"SQLite catalog file {self._label} is not usable: {exc}",
                                               detail=str(path)) from exc
@@ -436,11 +470,59 @@ class SQLiteCatalogConnector(Connector):
             )
 
 
+class UnreadableText(Exception):
+    """Raised by engine_text while a row is read: text in a catalog or schema file that is not UTF-8, or
+    that no metadata store can hold. The connector turns it into a 502 (error())."""
+
+    def __init__(self, what: str):
+        super().__init__(what)
+        self.what = what
+
+    def error(self, label: str) -> errors.ConnectionFailed:
+        return errors.ConnectionFailed(f"SQLite catalog file {label} (or one of its schema files) holds {self.what}: "
+                                       "gravimeta cannot read it as a name")
+
+
+class _Connection(sqlite3.Connection):
+    """A connection that knows whether a fenced transaction of its call committed (_connect's `writes`)."""
+
+    committed = False
+
+
+def engine_text(raw: bytes) -> str:
+    """The text factory of every connection: strict UTF-8, and text a metadata store can hold, else
+    UnreadableText naming the value (escaped: the message itself must be storable and printable)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UnreadableText(f"text that is not UTF-8 ({raw[:80]!r})") from None
+    character = capacity.unstorable_character(text)
+    if character is not None:
+        raise UnreadableText(f"{character} in {text[:80]!r}")
+    return text
+
+
+@contextmanager
+def _unreadable_as_502(label: str) -> Iterator[None]:
+    """UnreadableText becomes its 502. The finished frames it was raised through are cleared first: one of
+    them holds the cursor that was reading the row (a generator's iterator, a local), and a cursor left
+    mid-statement keeps its file locked (SQLite's shared lock; a close only defers) for as long as the
+    error's traceback lives, which is past this request when a reference cycle holds it. Before, the next
+    write to that schema file answered "database is locked"."""
+    try:
+        yield
+    except UnreadableText as exc:
+        traceback.clear_frames(exc.__traceback__)  # frames still running (this one, the callers) are kept
+        raise exc.error(label) from None
+
+
 def _uri(path: Path, create: bool) -> str:
     """An SQLite URI for `path`: mode=rw never creates a missing file (it fails instead), mode=rwc may."""
     return f"{path.as_uri()}?mode={'rwc' if create else 'rw'}"
 
 
+#: an SQLite URI in an error's text ("unable to open database: file:///root/.../x.sqlite?mode=rw")
+_FILE_URI = re.compile(r"file:\S+")
 #: SQLite's primary result codes that mean the file cannot be used as a database: BUSY, LOCKED, READONLY,
 #: IOERR, CORRUPT, FULL, CANTOPEN, NOTADB
 _UNUSABLE_CODES = frozenset({5, 6, 8, 10, 11, 13, 14, 26})
@@ -462,6 +544,7 @@ def _translated(label: str, path: Path) -> Iterator[None]:
                 "locked", "busy", "unable to open", "readonly", "disk i/o", "not a database", "malformed")):
             damaged = code in (11, 26) or "not a database" in text or "malformed" in text
             what = "is damaged or not a database" if damaged else "is not usable"
-            raise errors.ConnectionFailed(f"SQLite catalog file {label} (or one of its schema files) {what}: {exc}",
-                                          detail=str(path)) from exc
+            shown = _FILE_URI.sub("<file>", str(exc)).replace(str(path), "<file>")  # ATTACH names its file: not sent
+            raise errors.ConnectionFailed(f"SQLite catalog file {label} (or one of its schema files) {what}: {shown}",
+                                          detail=f"{path}: {exc}") from exc
         raise

@@ -30,6 +30,7 @@ def register_api(app: Flask) -> None:
         version,
     )
     from gravimeta.api.auth import register_auth
+    from gravimeta.api.browsers import register_browser_rules
     from gravimeta.api.door import register_door
     from gravimeta.api.errors import register_error_handlers
     from gravimeta.api.input_rules import register_input_rules
@@ -45,6 +46,7 @@ def register_api(app: Flask) -> None:
     for blueprint in (roles.roles, roles.permissions, roles.object_roles):
         app.register_blueprint(blueprint)
     register_request_log(app)  # before authentication: a 401 is logged with its request id too
+    register_browser_rules(app)  # a body that is not JSON is a 415 before anything reads the request
     register_auth(app, app.extensions["gravimeta"].settings)
     register_input_rules(app)  # after authentication: it checks the authenticated user too
     register_error_handlers(app)

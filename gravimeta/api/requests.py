@@ -15,8 +15,8 @@ ANONYMOUS = "anonymous"
 
 
 def json_body(required: bool = True) -> Any:
-    """The parsed JSON body. Bodies are parsed leniently as to Content-Type (the client always sends
-    application/json, even with no body), strictly as to syntax."""
+    """The parsed JSON body, strictly as to syntax. Its Content-Type was checked before any view: a body
+    that is not application/json is a 415 (gravimeta/api/browsers.py)."""
     raw = request.get_data(cache=True)
     if not raw.strip():
         if required:

@@ -8,6 +8,12 @@ tests):
   declare `@Produces("application/vnd.gravitino.v1+json")`, but every response is built by its
   `Utils` helpers with an explicit `type(MediaType.APPLICATION_JSON)`, which wins, and Gravitino's own
   server tests (TestCatalogOperations) assert APPLICATION_JSON_TYPE for successes and errors alike;
+- a request body must be `application/json` or `application/vnd.gravitino.v1+json` (any case, no charset
+  or UTF-8): as Gravitino's `@Consumes(application/json)` resources, anything else is a 415, here with a
+  Gravitino error body of code 1000 RESTException (what Gravitino's clients make of Jersey's bare 415);
+  an Accept naming `application/vnd.gravitino.v2+json` is a 406, as Gravitino's VersioningFilter;
+- every answer carries the browser headers of gravimeta/api/browsers.py (CSP, no framing, nosniff, no
+  referrer);
 - boolean query parameters that shape an answer (`details`, `fromInclusive`, `toInclusive`) are read
   as JAX-RS `boolean`s: `true` in any case is true, any other value false, never a 400. The drop flags
   (`force`, `cascade`, `purge`) stay strict, unlike Gravitino: a typo there is a 400 that drops nothing
@@ -15,6 +21,8 @@ tests):
 """
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -65,3 +73,68 @@ def test_true_in_any_case_is_true(api, metalake, value):
 
 def test_an_empty_boolean_parameter_takes_its_default(api, metalake):
     assert "identifiers" in ok(api.get(f"{metalake.path}/catalogs?details="))
+
+
+REFUSED_TYPES = ["text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded",
+                 "multipart/form-data; boundary=b", "application/xml", "application/jsonx", "text/json",
+                 "application/json; charset=iso-8859-1", ""]
+READ_TYPES = ["application/json", "application/json; charset=utf-8", "Application/JSON; Charset=UTF-8",
+              "application/vnd.gravitino.v1+json", "application/vnd.gravitino.v1+json; charset=utf8"]
+
+
+@pytest.mark.parametrize("content_type", REFUSED_TYPES)
+def test_a_body_that_does_not_say_json_is_415_and_changes_nothing(client, metalake, content_type):
+    name = fresh("lake")
+    headers = {**CLIENT_HEADERS, **({"Content-Type": content_type} if content_type else {})}
+    for method, path, body in (("POST", "/api/metalakes", {"name": name}),
+                               ("PUT", metalake.path, {"updates": [{"@type": "setProperty", "property": "k",
+                                                                    "value": name}]}),
+                               ("PATCH", metalake.path, {"inUse": False})):
+        response = client.open(path, method=method, data=json.dumps(body), headers=headers)
+        assert response.status_code == 415, (method, content_type, response.get_json())
+        assert response.get_json() == {"code": 1000, "type": "RESTException",
+                                       "message": response.get_json()["message"]}
+        assert "application/json" in response.get_json()["message"]
+    assert client.get(f"/api/metalakes/{name}").status_code == 404
+    loaded = client.get(metalake.path).get_json()["metalake"]
+    assert "k" not in loaded["properties"] and loaded["properties"]["in-use"] == "true", loaded
+
+
+@pytest.mark.parametrize("content_type", READ_TYPES)
+def test_json_bodies_are_read_under_json_and_gravitinos_vendor_type(client, content_type):
+    name = fresh("lake")
+    response = client.post("/api/metalakes", data=json.dumps({"name": name}),
+                           headers={**CLIENT_HEADERS, "Content-Type": content_type})
+    assert response.status_code == 200, response.get_json()
+    assert response.get_json()["metalake"]["name"] == name
+
+
+def test_a_request_without_a_body_may_say_any_content_type(client, metalake):
+    """The official client sends Content-Type: application/json on every request; others send none or
+    another: without a body there is nothing to refuse."""
+    for content_type in ("text/plain", "application/json", None):
+        headers = {**CLIENT_HEADERS, **({"Content-Type": content_type} if content_type else {})}
+        assert client.get(metalake.path, headers=headers).status_code == 200
+    empty = client.post("/api/metalakes", data=b"", headers={**CLIENT_HEADERS, "Content-Type": "text/plain"})
+    assert empty.status_code == 400 and "Request body cannot be null" in empty.get_json()["message"]
+
+
+def test_an_accept_naming_another_api_version_is_406(client, metalake):
+    refused = client.get(metalake.path, headers={"Accept": "application/vnd.gravitino.v2+json"})
+    assert refused.status_code == 406, refused.get_json()
+    assert refused.get_json()["type"] == "RESTException" and "v2" in refused.get_json()["message"]
+    for accept in ("application/vnd.gravitino.v1+json", "application/vnd.gravitino.v1+json, */*", "text/html", ""):
+        assert client.get(metalake.path, headers={"Accept": accept}).status_code == 200, accept
+
+
+@pytest.mark.parametrize("path", ["/", "/console/console.js", "/api/version", "/api/metalakes/nowhere_x",
+                                  "/api/nowhere"])
+def test_every_answer_carries_the_browser_headers(client, path):
+    response = client.get(path)
+    assert response.headers["X-Frame-Options"] == "DENY"
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+    assert response.headers["Referrer-Policy"] == "no-referrer"
+    policy = response.headers["Content-Security-Policy"]
+    assert "frame-ancestors 'none'" in policy and "script-src 'self'" in policy and "default-src 'none'" in policy
+    refused = client.post("/api/metalakes", data="{}", content_type="text/plain")
+    assert refused.status_code == 415 and refused.headers["X-Frame-Options"] == "DENY"

@@ -193,3 +193,54 @@ def test_odd_tables_written_into_the_stub_are_502_on_load(stub, hive_connector, 
     assert status == 200
     assert hive_connector.list_tables(db) == ["t"]
     bad_reply(lambda: hive_connector.load_table(db, "t"), fragment)
+
+
+#: text a metastore may hold that no gravimeta store can (capacity.unstorable_character): a lone surrogate
+#: (JSON's "\ud800" escape decodes to one; UTF-8 cannot encode it) and NUL (PostgreSQL cannot store it)
+UNSTORABLE = {"lone-surrogate": "x\ud800y", "low-surrogate": "\udfff", "nul": "a\x00b"}
+
+
+@pytest.mark.parametrize("text", sorted(UNSTORABLE))
+def test_unstorable_text_anywhere_in_a_reply_is_a_502_naming_the_metastore_and_the_place(fake, connector, text):
+    bad = UNSTORABLE[text]
+    where = {
+        connector.list_schemas: ({"databases": ["ok", bad]}, "databases[1]"),
+        lambda: connector.list_tables("db"): ({"tables": [bad]}, "tables[0]"),
+        lambda: connector.load_schema("db"): ({"name": "db", "comment": bad}, "comment"),
+        lambda: connector.load_table("db", "t"): (
+            {"name": "t", "columns": [{"name": "id", "type": "long", "comment": bad}]}, "columns[0].comment"),
+        lambda: connector.list_partitions("db", "t"): ({"partitions": [{"name": "p", "values": [[bad]]}]},
+                                                       "partitions[0].values[0][0]"),
+    }
+    for call, (reply, place) in where.items():
+        fake.answer(200, reply)
+        message = bad_reply(call, place)
+        assert ("lone surrogate" in message) == ("surrogate" in text) and ("NUL" in message) == (text == "nul"), message
+    fake.answer(200, {"name": "t", "columns": [], "properties": {bad: "v"}})
+    bad_reply(lambda: connector.load_table("db", "t"), "properties")  # a key is checked too
+
+
+def test_a_table_the_stub_keeps_with_unstorable_text_is_a_502_through_the_api(stub, sqlite_url, name):
+    """The metastore's own data, written there behind gravimeta's back: before, the load imported the
+    table and the store's write failed with a 500 UnicodeEncodeError."""
+    client = create_app(Settings(store_url=sqlite_url)).test_client()
+    db = name("db")
+    assert client.post("/api/metalakes", json={"name": "m"}).status_code == 200
+    assert client.post("/api/metalakes/m/catalogs", json={
+        "name": "h", "type": "relational", "provider": "hive",
+        "properties": {"metastore.uris": stub.uri}}).status_code == 200
+    assert client.post("/api/metalakes/m/catalogs/h/schemas", json={"name": db}).status_code == 200
+    status, _ = stub.raw("POST", f"/databases/{db}/tables", {"name": "t", "comment": "\ud801", "columns": []})
+    assert status == 200
+    for response in (client.get(f"/api/metalakes/m/catalogs/h/schemas/{db}/tables/t"),
+                     client.get(f"/api/metalakes/m/catalogs/h/schemas/{db}/tables/t?privileges=MODIFY_TABLE")):
+        body = response.get_json()
+        assert response.status_code == 502, (response.status_code, body)
+        assert body["type"] == "ConnectionFailedException", body
+        assert f"Hive metastore at {stub.uri} answered get table" in body["message"], body
+        assert "comment" in body["message"] and "U+D801" in body["message"], body
+    listed = client.get(f"/api/metalakes/m/catalogs/h/schemas/{db}/tables").get_json()["identifiers"]
+    assert [t["name"] for t in listed] == ["t"]  # its name is fine: the engine's table is listed
+    dropped = client.delete(f"/api/metalakes/m/catalogs/h/schemas/{db}/tables/t")
+    assert dropped.status_code == 200 and dropped.get_json()["dropped"] is True, dropped.get_json()
+    assert stub.raw("GET", f"/databases/{db}/tables")[1]["tables"] == []

@@ -9,6 +9,8 @@ OSError from Path.resolve()."""
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 
 from connectors.sqlite import ROOT_ENV, schema_file
@@ -94,3 +96,88 @@ def test_overlong_path_in_connection_test_is_400(client):
     body = response.get_json()  # a connection test answers 200 with the error in its body (as Gravitino's)
     assert body["code"] == 1001 and body["type"] == "IllegalArgumentException", body
     assert "too long" in body["message"], body["message"]
+
+
+# ------------------------------------------------------------------ text the engine files hold that gravimeta cannot
+
+
+def _rename_in_schema(path, old: bytes, new: bytes) -> None:
+    """Rewrite a table's or column's name in a schema file's own schema (sqlite_master), bytes for bytes, as
+    another program could have written it: SQLite keeps names as it was given them, UTF-8 or not."""
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA writable_schema = ON")
+        conn.execute("UPDATE sqlite_master SET name = CAST(replace(CAST(name AS BLOB), ?, ?) AS TEXT), "
+                     "tbl_name = CAST(replace(CAST(tbl_name AS BLOB), ?, ?) AS TEXT), "
+                     "sql = CAST(replace(CAST(sql AS BLOB), ?, ?) AS TEXT)", (old, new) * 3)
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def _schema_named(catalog_file, raw: bytes) -> None:
+    """A registry row whose schema name is `raw` (not necessarily UTF-8)."""
+    conn = sqlite3.connect(catalog_file)
+    try:
+        conn.execute("INSERT INTO gravimeta_schemas (name, file) VALUES (CAST(? AS TEXT), 'elsewhere.sqlite')", (raw,))
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def _writable_now(path) -> None:
+    """Another writer gets the file at once (no busy wait)."""
+    conn = sqlite3.connect(path, timeout=0)
+    try:
+        conn.execute("BEGIN EXCLUSIVE")
+        conn.execute("ROLLBACK")
+    finally:
+        conn.close()
+
+
+def _make_table(client, name: str, column: str = "c") -> None:
+    response = client.post(TABLES, json={"name": name, "columns": [{"name": column, "type": "integer"}]})
+    assert response.status_code == 200, response.get_data(as_text=True)
+
+
+def _unreadable(response, fragment: str) -> None:
+    _engine_error(response, "SQLite catalog file 'q.db'")
+    assert fragment in response.get_json()["message"], response.get_json()["message"]
+
+
+def test_a_schema_name_that_is_not_utf8_is_a_502_for_the_schema_list(client, root):
+    _schema_named(root / "q.db", b"a\xffb")
+    _unreadable(client.get(SCHEMAS), "b'a\\xffb'")
+    assert client.get(f"{SCHEMAS}/s").status_code == 200  # the other rows still read
+
+
+def test_a_schema_name_with_nul_is_a_502_for_the_schema_list(client, root):
+    _schema_named(root / "q.db", b"a\x00b")
+    _unreadable(client.get(SCHEMAS), "NUL")
+
+
+def test_a_table_name_that_is_not_utf8_is_a_502_for_every_call_that_reads_it(client, root):
+    _make_table(client, "tXbad")
+    _rename_in_schema(schema_file(root / "q.db", "s"), b"tXbad", b"t\xffbad")
+    _unreadable(client.get(TABLES), "b't\\xffbad'")
+    for call in (lambda: client.delete(f"{SCHEMAS}/s?cascade=true"), lambda: client.delete(f"{SCHEMAS}/s")):
+        _unreadable(call(), "b't\\xffbad'")
+    assert client.get(f"{SCHEMAS}/s").status_code == 200  # not dropped, and no pending operation in the way
+    assert client.get(f"{TABLES}/t").status_code == 200
+    assert client.delete(f"{TABLES}/t").get_json() == {"code": 0, "dropped": True}
+
+
+def test_a_column_name_that_is_not_utf8_is_a_502_on_import_and_alter(client, root):
+    _make_table(client, "u", column="cXbad")
+    path = schema_file(root / "q.db", "s")
+    conn = sqlite3.connect(path)
+    conn.execute('CREATE TABLE v ("cXbad" INTEGER)')  # made by another program: gravimeta imports it on load
+    conn.close()
+    _rename_in_schema(path, b"cXbad", b"c\xe9bad")  # Latin-1, not UTF-8
+    _unreadable(client.get(f"{TABLES}/v"), "b'c\\xe9bad'")
+    _writable_now(path)
+    altered = client.put(f"{TABLES}/u", json={"updates": [{"@type": "addColumn", "fieldName": ["d"], "type": "integer"}]})
+    _unreadable(altered, "nothing was changed")
+    _writable_now(path)  # the refused calls left no statement behind holding the file's lock
+    assert [c["name"] for c in client.get(f"{TABLES}/u").get_json()["table"]["columns"]] == ["cXbad"]
+    assert client.delete(f"{TABLES}/u").get_json() == {"code": 0, "dropped": True}  # a drop reads no column

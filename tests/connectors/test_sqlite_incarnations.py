@@ -154,7 +154,9 @@ def test_a_create_whose_file_was_reclaimed_while_it_paused_registers_nothing(
     sqlite_connector.create_schema(Schema("other"))  # sweeps the stale file
     fp.resume(paused)
     answer = outcome(c)
-    assert answer.startswith("ERROR ConnectionFailed") and "its new file was reclaimed" in answer, answer
+    # refused before its transaction committed: an EngineUnreachable (a ConnectionFailed) saying so
+    assert answer.startswith("ERROR EngineUnreachable") and "its new file was reclaimed" in answer, answer
+    assert "nothing was changed" in answer, answer
     assert sqlite_connector.list_schemas() == ["other"]
     sqlite_connector.create_schema(Schema("s"))  # and the name is free for a create that works
     assert sqlite_connector.list_tables("s") == []

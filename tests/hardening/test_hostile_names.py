@@ -10,14 +10,18 @@ names are now refused on create and rename; what this file protects is unchanged
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import urllib.parse
+from collections import Counter
 from typing import Any
 
 import pytest
 
 from connectors.base import CatalogContext
 from connectors.hive import HiveConnector
-from connectors.sqlite import ROOT_ENV, SQLiteCatalogConnector
+from connectors.hive_stub.storage import METASTORE_FILE
+from connectors.sqlite import ROOT_ENV, SQLiteCatalogConnector, quote, schema_file
 from gravimeta.app import create_app
 from gravimeta.config import Settings
 from gravimeta.entities import Catalog, Column, Metalake, Schema, Table
@@ -45,8 +49,9 @@ COLUMNS = [{"name": "id", "type": "integer", "nullable": False}]
 
 
 def q(name: str) -> str:
-    """Percent-encode a path segment exactly as the official client does."""
-    return urllib.parse.quote(name, safe="")
+    """Percent-encode a path segment exactly as the official client does (a lone surrogate, which the
+    client cannot encode, as the bytes UTF-8 would give it: the server reads them as replacement characters)."""
+    return urllib.parse.quote(name.encode("utf-8", "surrogatepass"), safe="")
 
 
 def ok(response) -> dict[str, Any]:
@@ -357,3 +362,177 @@ def test_rejected_schema_and_table_names_never_reach_the_engine(client, engine_c
     assert engine.list_tables("s_ok") == []
     assert _names(client.get(schemas)) == ["s_ok"]
     assert _names(client.get(f"{schemas}/s_ok/tables")) == []
+
+
+# ------------------------------------------------------------------ what the engines hold, written behind gravimeta's back
+#
+# The engines are other systems: another client of the metastore, another program writing the catalog
+# file, may leave names and text that gravimeta would never write, and that it must read without a 500.
+# The corpus is written straight into the hive stub's storage file (the stub stopped, its metastore.json
+# edited, the stub started again) and into the sqlite catalog and schema files (SQL on the files, bytes
+# for bytes). Then every read and every drop through the API answers a clean 4xx, a 200, or a 502
+# ConnectionFailedException naming the engine, never a 500; and afterwards the catalog still works.
+
+#: names an engine may hold that the name rules refuse, but that are text a store can hold
+ENGINE_SIDE_NAMES = [*HOSTILE, "a/b", "x" * 129, "x" * 300, "tab\there", "new\nline", "del\x7f", " ", "名前" * 70]
+#: text no store can hold: lone surrogates (JSON escapes in the stub's file) and NUL
+UNSTORABLE = ["\ud800", "a\udfffb", "nul\x00"]
+#: bytes that are not UTF-8 (a sqlite file can hold them as names)
+NOT_UTF8 = [b"\xff", b"a\xe9b", b"\xed\xa0\x80", b"\xc3"]
+
+
+def clean(response, engine: str) -> int:
+    """A 2xx, a 4xx with an error body, or a 502 ConnectionFailedException whose message names `engine`."""
+    status, body = response.status_code, response.get_json()
+    assert status < 500 or status == 502, (status, response.request.path, body)
+    if status >= 400:
+        assert_error_body(body)
+    if status == 502:
+        assert body["type"] == "ConnectionFailedException" and engine in body["message"], body
+    return status
+
+
+def _read_and_drop_everything(client, engine: str, schemas: list[str], tables: dict[str, list[str]]) -> Counter:
+    """Every read and drop of the catalog m.c through the API, for the names the engine holds."""
+    statuses: Counter = Counter()
+    cat = "/api/metalakes/m/catalogs/c"
+    statuses[clean(client.get(f"{cat}/schemas"), engine)] += 1
+    for schema in schemas:
+        sch = f"{cat}/schemas/{q(schema)}"
+        for path in (sch, f"{sch}/tables"):
+            statuses[clean(client.get(path), engine)] += 1
+        for table in tables.get(schema, []):
+            tbl = f"{sch}/tables/{q(table)}"
+            for path in (tbl, f"{tbl}?privileges=MODIFY_TABLE", f"{tbl}/partitions",
+                         f"/api/metalakes/m/objects/table/{q(f'c.{schema}.{table}')}/tags"):
+                statuses[clean(client.get(path), engine)] += 1
+            statuses[clean(client.delete(tbl), engine)] += 1
+        statuses[clean(client.delete(f"{sch}?cascade=true"), engine)] += 1
+    return statuses
+
+
+def _still_works(client) -> None:
+    """The catalog takes new schemas and tables again, once the engine holds nothing unreadable."""
+    sch = "/api/metalakes/m/catalogs/c/schemas/after_corpus"
+    ok(client.post("/api/metalakes/m/catalogs/c/schemas", json={"name": "after_corpus"}))
+    ok(client.post(f"{sch}/tables", json={"name": "t", "columns": COLUMNS}))
+    assert ok(client.delete(f"{sch}?cascade=true"))["dropped"] is True
+
+
+def _stub_table(name: str, text: str) -> dict[str, Any]:
+    return {"name": name, "comment": text, "properties": {text: text},
+            "columns": [{"name": text or "c", "type": "string", "comment": text}, {"name": "id", "type": "long"}]}
+
+
+def _rewrite_stub_storage(stub, change) -> None:
+    """Stop the stub, change its storage file (a dict), start it again on the same port and data."""
+    stub.stop()
+    path = stub.data_dir / METASTORE_FILE
+    data = json.loads(path.read_text(encoding="utf-8"))
+    change(data["databases"])
+    path.write_text(json.dumps(data), encoding="utf-8")  # json escapes lone surrogates: the file is valid
+    stub.start()
+
+
+@pytest.mark.slow
+def test_names_and_text_written_into_the_hive_stubs_storage_are_read_and_dropped_cleanly(client, hive_stub):
+    if hive_stub.process is None or hive_stub.process.poll() is not None:
+        hive_stub.start()
+    hive_stub.clear_faults()
+    ok(client.post("/api/metalakes", json={"name": "m"}))
+    ok(client.post("/api/metalakes/m/catalogs", json={"name": "c", "type": "relational", "provider": "hive",
+                                                      "properties": {"metastore.uris": hive_stub.uri}}))
+    engine = f"Hive metastore at {hive_stub.uri}"
+    storable = {f"t{i}": name for i, name in enumerate(ENGINE_SIDE_NAMES)}
+    databases_named = ENGINE_SIDE_NAMES[::4]
+
+    def storable_corpus(databases: dict[str, Any]) -> None:
+        # one database holding a table of each name, and a table whose text is each name; a database of
+        # every fourth name, holding a table of that name
+        databases["corpus"] = {"name": "corpus", "tables": {t: _stub_table(t, text) for t, text in storable.items()}}
+        databases["corpus"]["tables"].update({name: _stub_table(name, name) for name in ENGINE_SIDE_NAMES})
+        for name in databases_named:
+            databases[name] = {"name": name, "comment": name, "properties": {name: name},
+                               "tables": {name: _stub_table(name, name)}}
+
+    _rewrite_stub_storage(hive_stub, storable_corpus)
+    tables = {"corpus": [*storable, *ENGINE_SIDE_NAMES], **{name: [name] for name in databases_named}}
+    statuses = _read_and_drop_everything(client, engine, ["corpus", *databases_named], tables)
+    assert statuses[502] == 0 and statuses[200] and statuses[400], statuses  # all of it is text a store holds
+
+    def unstorable_corpus(databases: dict[str, Any]) -> None:
+        databases.clear()
+        databases["s_ok"] = {"name": "s_ok", "tables": {f"u{i}": _stub_table(f"u{i}", text)
+                                                         for i, text in enumerate(UNSTORABLE)}}
+        for text in UNSTORABLE:
+            databases["s_ok"]["tables"][text] = _stub_table(text, "fine")
+            databases[text] = {"name": text, "tables": {}}
+
+    _rewrite_stub_storage(hive_stub, unstorable_corpus)
+    statuses = _read_and_drop_everything(client, engine, ["s_ok", *UNSTORABLE],
+                                         {"s_ok": [f"u{i}" for i in range(len(UNSTORABLE))] + UNSTORABLE})
+    assert statuses[502] >= 2 * len(UNSTORABLE) + 2, statuses  # the two lists and each table's load at least
+    _rewrite_stub_storage(hive_stub, lambda databases: databases.clear())
+    _still_works(client)
+
+
+def _sql(path, *statements: tuple[str, tuple[Any, ...]]) -> None:
+    conn = sqlite3.connect(path)
+    try:
+        for statement, arguments in statements:
+            conn.execute(statement, arguments)
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def _name_bytes(path, old: str, new: bytes) -> None:
+    """Replace a table's or a column's name in a schema file's own schema, bytes for bytes."""
+    encoded = old.encode()
+    _sql(path, ("PRAGMA writable_schema = ON", ()),
+         ("UPDATE sqlite_master SET name = CAST(replace(CAST(name AS BLOB), ?, ?) AS TEXT), "
+          "tbl_name = CAST(replace(CAST(tbl_name AS BLOB), ?, ?) AS TEXT), "
+          "sql = CAST(replace(CAST(sql AS BLOB), ?, ?) AS TEXT)", (encoded, new) * 3))
+
+
+@pytest.mark.slow
+def test_names_and_bytes_written_into_the_sqlite_catalog_files_are_read_and_dropped_cleanly(client, tmp_path):
+    ok(client.post("/api/metalakes", json={"name": "m"}))
+    ok(client.post("/api/metalakes/m/catalogs", json={"name": "c", "type": "relational", "provider": "sqlite",
+                                                      "properties": {"path": "corpus/cat.db"}}))
+    engine = "SQLite catalog file 'corpus/cat.db'"
+    connector = _engine("sqlite", {"path": "corpus/cat.db"})
+    catalog_file = tmp_path / "sqlite-root" / "corpus" / "cat.db"
+    connector.create_schema(Schema("corpus"))  # a schema holding a table of each name
+    _sql(schema_file(catalog_file, "corpus"), *[(f"CREATE TABLE {quote(t)} ({quote(t)} TEXT, id INTEGER)", ())
+                                               for t in dict.fromkeys(n.lower() for n in ENGINE_SIDE_NAMES)])
+    schemas_named = ENGINE_SIDE_NAMES[::4]
+    for name in schemas_named:  # and a schema of every fourth name, holding a table of that name
+        connector.create_schema(Schema(name))
+        _sql(schema_file(catalog_file, name), (f"CREATE TABLE {quote(name)} (id INTEGER)", ()))
+    tables = {"corpus": list(dict.fromkeys(n.lower() for n in ENGINE_SIDE_NAMES)), **{n: [n] for n in schemas_named}}
+    statuses = _read_and_drop_everything(client, engine, ["corpus", *schemas_named], tables)
+    assert statuses[502] == 0 and statuses[200] and statuses[400], statuses
+
+    connector.create_schema(Schema("s_ok"))
+    schema_path = schema_file(catalog_file, "s_ok")
+    created = [(f"CREATE TABLE bad{i} (c{i} TEXT)", ()) for i in range(len(NOT_UTF8))]
+    _sql(schema_path, *created, ("CREATE TABLE fine (c INTEGER)", ()))
+    for i, raw in enumerate(NOT_UTF8):  # a table named so, and a column named so in another table
+        _name_bytes(schema_path, f"c{i}", b"c" + raw)
+        _sql(catalog_file, ("INSERT INTO gravimeta_schemas (name, file) VALUES (CAST(? AS TEXT), ?)",
+                            (b"s" + raw, f"missing{i}.sqlite")))
+    _sql(schema_path, ("CREATE TABLE tXbad (c INTEGER)", ()))
+    _name_bytes(schema_path, "tXbad", b"t\xffbad")
+    _sql(catalog_file, ("INSERT INTO gravimeta_schemas (name, file) VALUES (?, ?)", ("nul\x00", "nul.sqlite")),
+         ("INSERT INTO gravimeta_schemas (name, file) VALUES (?, ?)", ("escapes", "../../outside.sqlite")),
+         ("INSERT INTO gravimeta_schemas (name, file) VALUES (?, ?)", ("gone", "no-such-file.sqlite")))
+    statuses = _read_and_drop_everything(client, engine, ["s_ok", "escapes", "gone"],
+                                         {"s_ok": [f"bad{i}" for i in range(len(NOT_UTF8))] + ["fine"]})
+    assert statuses[502] >= 3, statuses  # the schema list, s_ok's table list, its cascade drop at least
+    for schema in ("escapes", "gone"):  # the registry names a file outside the catalog's directory, or none
+        answer = client.get(f"/api/metalakes/m/catalogs/c/schemas/{schema}/tables")
+        assert clean(answer, engine) == 502 and str(tmp_path) not in answer.get_json()["message"], answer.get_json()
+    _sql(catalog_file, ("DELETE FROM gravimeta_schemas WHERE name NOT IN ('s_ok')", ()))
+    _sql(schema_path, ("PRAGMA writable_schema = ON", ()), ("DELETE FROM sqlite_master", ()))
+    _still_works(client)
