@@ -10,15 +10,29 @@ from contextlib import contextmanager
 from connectors.base import CatalogContext, Connector
 from connectors.registry import ConnectorRegistry
 from gravimeta import errors
+from gravimeta.concurrency.coordinator import require_lasting_claim
 from gravimeta.entities import Catalog
-from gravimeta.store.database import disabled_for_test
+from gravimeta.store.database import disabled_for_test, in_write_transaction
+
+
+class ConnectorNotReady(Exception):  # noqa: N818 - a signal to the caller, not an error anyone is answered
+    """ConnectorCache.ready: the catalog's connector must first be made (for_catalog) outside the store
+    write transaction the caller is in; it then runs that transaction again."""
+
+    def __init__(self, catalog: Catalog):
+        super().__init__(f"the connector of catalog {catalog.metalake}.{catalog.name} is not made yet")
+        self.catalog = catalog
 
 
 class ConnectorCache:
     """`before_use(connector, catalog)` runs once for every connector it creates, before anyone gets it;
     if it raises, the connector is not kept and the error is the caller's (the delivery of a dropped
     catalog's pending retirement to the same engine, and the record of the catalog's engine identity:
-    gravimeta/dispatch/retirement.py)."""
+    gravimeta/dispatch/retirement.py). It asks the engine and writes to the store, so it never runs inside
+    a store write transaction: there a caller uses `ready`, which makes no new connector whose engine keeps
+    state outside the process (for_catalog refuses to, as a bug), and makes it once the transaction is
+    over. On SQLite, where one write transaction holds every replica's writes, an engine that did not
+    answer there held up every other write for the engine's client timeout."""
 
     def __init__(self, registry: ConnectorRegistry,
                  before_use: Callable[[Connector, Catalog], None] | None = None):
@@ -36,6 +50,11 @@ class ConnectorCache:
         connector = self.registry.get(catalog.provider)(
             CatalogContext(catalog.metalake, catalog.name, dict(catalog.properties))
         )
+        if (self.before_use is not None and not connector.process_local and in_write_transaction()
+                and not disabled_for_test("engine_calls_before_write")):
+            connector.close()
+            raise AssertionError(f"the connector of catalog {catalog.metalake}.{catalog.name} would ask its engine "
+                                 "inside a store write transaction (use ConnectorCache.ready there)")
         if self.before_use is not None:  # outside the lock: it may wait on the store and an engine
             self.before_use(connector, catalog)
         with self._lock:
@@ -45,6 +64,24 @@ class ConnectorCache:
                 return cached[1]
             self._instances[key] = (signature, connector)
             return connector
+
+    def ready(self, catalog: Catalog) -> Connector:
+        """The catalog's connector for a caller inside a store write transaction: the cached one for this
+        definition of the catalog, or a new process-local one (whose hook asks no engine); else
+        ConnectorNotReady: the caller ends the transaction (it wrote nothing yet), calls for_catalog with
+        the catalog, and runs the transaction again."""
+        if disabled_for_test("engine_calls_before_write"):  # TEST-ONLY: made inside the transaction, as before
+            return self.for_catalog(catalog)
+        with self._lock:
+            cached = self._instances.get((catalog.metalake, catalog.name))
+        if cached is not None and cached[0] == _signature(catalog):
+            return cached[1]
+        if self.is_local(catalog):
+            return self.for_catalog(catalog)
+        # a one-transaction claim (PostgreSQL advisory) joins this transaction to its own, which must not be
+        # ended here: the operation runs again under the lease (NeedsLastingClaim), once per catalog and process
+        require_lasting_claim()
+        raise ConnectorNotReady(catalog)
 
     @contextmanager
     def for_reading(self, catalog: Catalog) -> Iterator[Connector]:
