@@ -78,6 +78,7 @@ FAILPOINTS: dict[str, str] = {
                                 "the engine call not yet sent",
     # catalog moves and retirements (gravimeta/dispatch/retirement.py, catalogs.py)
     "catalog.before_identity": "catalog create or property change: its engine is about to be asked who it is",
+    "retirement.before_ask": "a catalog's first use in a process: its engine is about to be asked who it is",
     "retirement.before_forget": "a pending retirement was delivered to its engine, its record not yet deleted",
     # engine
     "sqlite.before_begin": "sqlite catalog: a mutating call has connected (deadline checked), its transaction not begun",

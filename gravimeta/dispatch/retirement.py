@@ -143,6 +143,8 @@ def call_deadline(limit_s: float = DELIVERY_TIMEOUT_S) -> float:
 
 def ask_identity(connector: Connector) -> str | None:
     """The engine's identity (Connector.engine_identity), bounded by call_deadline."""
+    if disabled_for_test("engine_calls_before_write"):  # TEST-ONLY: bounded by the client's timeout alone, as before
+        return connector.engine_identity()
     return connector.engine_identity(call_deadline())
 
 
@@ -163,6 +165,7 @@ class PendingRetirements:
         identity, unasked = None, None
         if (recorded is None or any(known_by_identity(r) for r in pending)
                 or not disabled_for_test("identity_reverify")):  # TEST-ONLY: asked only without a record, as before
+            failpoints.hit("retirement.before_ask", catalog=f"{catalog.metalake}.{catalog.name}")
             try:
                 identity = ask_identity(connector)
             except errors.GravitinoError as exc:
