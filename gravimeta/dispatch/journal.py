@@ -262,8 +262,9 @@ class Reconciler:
     def _try_first_step(self, path: str, record: Record, check: Callable[[Session, Record], Record | None],
                         refuse: Callable[[Connector], None] | None, look_for_open: bool) -> _FirstStep:
         """ONE store transaction: check that the metalake and catalog are in use, pick the catalog's
-        connector and look for open intents under `path` (reads that run before the claim's fence
-        check, EntityStore.write's prelude). Then, for a process-local connector, the whole operation
+        connector (one this process has made already: ConnectorCache.ready, no engine call in here) and
+        look for open intents under `path` (reads that run before the claim's fence check,
+        EntityStore.write's prelude). Then, for a process-local connector, the whole operation
         (Operation.direct: no journal, and the claim may end with this transaction). For any other
         connector, the intent step: run the store's `check` and record the intent. That needs a claim
         that lasts across transactions (coordinator.require_lasting_claim)."""
@@ -272,7 +273,7 @@ class Reconciler:
         def look(s: Session) -> None:
             catalog = catalog_in_use_in(s, record.where.metalake, record.where.catalog)
             assert catalog.id is not None, "a stored catalog has an id"
-            first.connector, first.catalog_id = self.connectors.ready(catalog), catalog.id
+            first.connector, first.catalog_id = self.connectors.ready(catalog, s), catalog.id
             if refuse is not None:
                 refuse(first.connector)
             if not first.connector.process_local:

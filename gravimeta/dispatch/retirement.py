@@ -20,8 +20,10 @@ whose metastore is gone for good must stay droppable): the retirement is recorde
 (gm_retirement, store/retirements.py: one row per catalog key AND engine, so a catalog that leaves two
 engines in turn leaves two rows; provider, properties, engine locations, token) and delivered before any
 later catalog on the same engine can change or import anything: the connector cache delivers the pending
-retirements of an engine before it hands out a new connector for it, and refuses (EngineUnreachable,
-nothing done) while one cannot be delivered. A delivered row is deleted by its id and token together, so
+retirements of an engine before it hands out a new connector for it, and again before it hands out a
+cached one that has not seen every pending retirement (ids only grow: the cache compares the highest it
+saw with the store's; another catalog on that engine may have left it since), and refuses
+(EngineUnreachable, nothing done) while one cannot be delivered. A delivered row is deleted by its id and token together, so
 a row raised to a newer token meanwhile stays. A late call that lands before the delivery lands before
 anything of the new catalog has read the engine, so it is seen like any change made outside gravimeta.
 
@@ -154,12 +156,14 @@ class PendingRetirements:
     def __init__(self, store: EntityStore, registry: ConnectorRegistry):
         self.store, self.registry = store, registry
 
-    def before_use(self, connector: Connector, catalog: Catalog) -> None:
-        """ConnectorCache's hook (the one check per connector and process; never inside a store write
-        transaction: ConnectorCache.ready): ask the engine who it is, deliver the engine's pending
-        retirements, and record the identity where the record is missing or names another engine."""
+    def before_use(self, connector: Connector, catalog: Catalog) -> int:
+        """ConnectorCache's hook (for a new connector, and again for a cached one when retirements were
+        recorded since; never inside a store write transaction: ConnectorCache.ready): ask the engine who
+        it is (a connector remembers the answer), deliver the engine's pending retirements, and record the
+        identity where the record is missing or names another engine. Returns the highest pending
+        retirement's id it looked at (ConnectorCache's high water)."""
         if connector.process_local:
-            return
+            return 0
         recorded = read_identity(self.store, catalog) if catalog.id is not None else None
         pending = retirements.pending(self.store.engine)
         identity, unasked = None, None
@@ -176,6 +180,11 @@ class PendingRetirements:
                 log.warning("catalog %s.%s: its engine says it is %s, the store had %s recorded for it; recorded anew",
                             catalog.metalake, catalog.name, identity, recorded)
             verify_identity(self.store, catalog, identity)
+        return max((one.id for one in pending), default=0)
+
+    def high_water(self, session: Session | None) -> int:
+        """ConnectorCache's other hook: how far the pending retirements go now (in `session`, else alone)."""
+        return retirements.high_water(session if session is not None else self.store.engine)
 
     def deliver_for(self, connector: Connector, pending: list[Retirement],
                     unasked: errors.GravitinoError | None = None) -> None:

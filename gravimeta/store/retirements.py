@@ -5,7 +5,9 @@ retires: the catalog's key (its incarnation, '/c<id>.<create time>') and the eng
 identity when one was recorded, else its sorted locations). So a catalog that leaves two engines in
 turn has two rows, and neither replaces the other. One catalog key retired twice on one engine keeps
 the higher token: the row's version. A delivery deletes its row by id and token (compare-and-delete),
-so a row raised to a newer token while the delivery was on its way stays, and is delivered again.
+so a row raised to a newer token while the delivery was on its way stays, and is delivered again. A raised
+row is a new row (a new id): ids only grow, which is how a connector made earlier learns there is more
+to deliver (high_water; gravimeta/dispatch/connector_cache.py).
 The dispatch side is gravimeta/dispatch/retirement.py.
 """
 
@@ -28,11 +30,12 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     delete,
+    func,
     insert,
     select,
-    update,
 )
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
 from gravimeta.concurrency.db_clock import db_now, dialect_of
@@ -94,12 +97,24 @@ def record(engine: Engine, catalog_key: str, token: int, catalog: str, provider:
                 if found is None:
                     s.execute(insert(retirement).values(catalog_key=catalog_key, engine=which, recorded_at=now,
                                                         **values))
-                elif found.token < token:
-                    s.execute(update(retirement).where(r.id == found.id).values(recorded_at=now, **values))
+                elif found.token < token:  # raised: a new row (a new id: ConnectorCache's high water grows)
+                    s.execute(delete(retirement).where(r.id == found.id))
+                    s.execute(insert(retirement).values(catalog_key=catalog_key, engine=which, recorded_at=now,
+                                                        **values))
                 return
         except IntegrityError:
             continue
     raise RuntimeError(f"could not record the retirement of {catalog_key}")
+
+
+def high_water(bind: Engine | Session) -> int:
+    """The highest id among the pending retirements (0: none). Every record, new or raised, gets a higher id
+    than any before it (ids are never handed out again), so a reader that has seen this far has seen them all."""
+    query = select(func.coalesce(func.max(retirement.c.id), 0))
+    if isinstance(bind, Session):
+        return int(bind.scalar(query) or 0)
+    with bind.connect() as conn:
+        return int(conn.scalar(query) or 0)
 
 
 def pending(engine: Engine) -> list[Retirement]:

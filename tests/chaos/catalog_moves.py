@@ -8,9 +8,10 @@ sqlite catalog files. One cycle takes one of the two catalogs, X on engine E, an
   2. hive: sends one drop of m0.t0 through a replica A while E holds drop calls past the client timeout
      (A answers 502, outcome unknown; its intent stays open, and the call stays inside E);
   3. hive: sometimes makes E refuse its next fence barrier (a retirement E misses);
-  4. then one of: moves X to the other engine E2 (a change of metastore.uris or path through another
-     replica; E2 sometimes missing its own next barrier), then drops X (force); moves X twice (to E2 and
-     back to E, then drops it: two retirements of one catalog key on one engine); or drops X where it is;
+  4. then one of: moves X to the other engine E2 (a change of metastore.uris through another replica; E2
+     sometimes missing its own next barrier), then drops X (force); moves X twice (to E2 and back to E,
+     then drops it: two retirements of one catalog key on one engine); or drops X where it is (a sqlite
+     catalog always: its `path` is immutable, so it leaves its file only by its drop);
   5. creates the successor catalog Y on E and loads m0.t0 through it on a random replica (an import,
      after that replica's first use of Y delivered what E missed);
   6. releases the held drop and waits until E has judged it.
@@ -69,6 +70,9 @@ class Mover:
     current: dict[str, tuple[str, int]] = field(default_factory=dict)  # provider -> (catalog name, engine index)
     counts: Counter[str] = field(default_factory=Counter)
     findings: list[str] = field(default_factory=list)
+    #: successors whose load of m0.t0 got no answer (the run ended, or the nemesis): m0 and t0 may be in their
+    #: engine and not in the store without that being a divergence (nothing imported them)
+    unimported: set[str] = field(default_factory=set)
     log: list[str] = field(default_factory=list)
     serial: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -135,13 +139,13 @@ def setup(world: World, mover: Mover) -> None:
 
 def until(world: World, rng: random.Random, kind: str, method: str, path: str, body: Any = None,
           accept: tuple[int, ...] = (200,)) -> tuple[int | None, Any]:
-    """Send until a replica answers one of `accept` (retrying through the nemesis), at most STEP_S; the
-    last answer."""
+    """Send until a replica answers one of `accept` or another definite refusal (a 4xx), retrying through
+    the nemesis (5xx, no answer) for at most STEP_S; the last answer."""
     deadline = time.monotonic() + STEP_S
     answer: tuple[int | None, Any] = (None, {})
     while time.monotonic() < deadline and not world.stop.is_set():
         answer = world.request(world.pick(rng), kind, method, path, body)
-        if answer[0] in accept:
+        if answer[0] in accept or (answer[0] is not None and 400 <= answer[0] < 500):
             return answer
         time.sleep(0.2)
     return answer
@@ -157,13 +161,15 @@ def stored(world: World, name: str) -> Catalog | None:
 
 def mover_thread(world: World, mover: Mover) -> None:
     rng = random.Random(world.rng.random())
-    while not world.stop.wait(rng.uniform(0.1, 0.5)):
+    while not world.stop.wait(rng.uniform(0.05, 0.2)):
         provider = rng.choice(("hive", "sqlite"))
         try:
             cycle(world, mover, rng, provider)
         except Exception as exc:  # noqa: BLE001 - a cycle the nemesis broke: counted, the next one goes on
             mover.counts[f"cycle error {type(exc).__name__}"] += 1
-            mover.log.append(f"cycle error: {type(exc).__name__}: {exc}")
+            detail = getattr(exc, "detail", None) or exc.__cause__
+            mover.log.append(f"cycle error: {type(exc).__name__}: {exc} ({str(detail)[:300]})")
+            world.stop.wait(1.0)
 
 
 def cycle(world: World, mover: Mover, rng: random.Random, provider: str) -> None:
@@ -207,13 +213,14 @@ def cycle(world: World, mover: Mover, rng: random.Random, provider: str) -> None
         mover.counts["barriers missed"] += 1
         steps.append(f"engine {here} refuses its next barrier")
     # 4. move and drop, move twice and drop, or drop
-    how = rng.choice(("move", "move", "move twice", "drop"))
+    # a sqlite catalog's `path` is immutable: it leaves its file only by its drop
+    how = rng.choice(("move", "move", "move twice", "drop")) if provider == "hive" else "drop"
     if how in ("move", "move twice"):
         if provider == "hive" and rng.random() < 0.5:
             mover.stubs[there].fault("fail", count=1, mode="500", ops=["fence"])
             mover.counts["barriers missed"] += 1
             steps.append(f"engine {there} refuses its next barrier")
-        key = "metastore.uris" if provider == "hive" else "path"
+        key = "metastore.uris"
         targets = [there] if how == "move" else [there, here]
         for target in targets:
             status, body = until(world, rng, "move_catalog", "PUT", path_of(name), {"updates": [
@@ -244,6 +251,8 @@ def cycle(world: World, mover: Mover, rng: random.Random, provider: str) -> None
     status, body = until(world, rng, "move_import", "GET", path_of(successor, SCHEMA, TABLE), accept=(200, 404))
     steps.append(f"{successor} loads {SCHEMA}.{TABLE}: {status} {(body or {}).get('type', '')}")
     mover.counts[f"imports {status}"] += 1
+    if status not in (200, 404):
+        mover.unimported.add(successor)
     # 6. the held drop goes on
     _release(stub, held)
     if held is not None:
@@ -273,7 +282,8 @@ def _agree(world: World, mover: Mover, provider: str, name: str, index: int) -> 
 
         cat = EngineCatalog(f"{IDENTITY}.{provider}", METALAKE, name, provider, mover.properties(provider, index))
         store = store_tree(EntityStore(engine), METALAKE, name)
-        return [d.text for d in differences(cat, store, engine_tree(ConnectorRegistry(), cat))]
+        return [d.text for d in differences(cat, store, engine_tree(ConnectorRegistry(), cat))
+                if not (d.only_in == "engine" and name in mover.unimported)]
     finally:
         engine.dispose()
 
@@ -286,4 +296,9 @@ def check(world: World, mover: Mover) -> tuple[list[str], list[str]]:
         found, compared = compare_pool(engine, METALAKE, mover.pool(), world.sqlite_root)
     finally:
         engine.dispose()
-    return [d.text for d in found] + [f"during the run: {text}" for text in mover.findings], compared
+    excused = [d for d in found if d.only_in == "engine" and d.identity in mover.unimported]
+    for d in excused:
+        world.cfg.say(f"[soak] not a divergence (the successor's load of it got no answer): {d.text}")
+    return ([d.text for d in found if d not in excused] + [f"during the run: {text}" for text in mover.findings],
+            compared)
+

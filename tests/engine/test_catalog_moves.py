@@ -251,3 +251,25 @@ def test_a_frozen_engine_holds_up_no_write_of_another_metalake_on_a_sqlite_store
         os.killpg(stub.process.pid, signal.SIGCONT)
         sqlite_db_cluster.fp.clear()
         first_use.join(60)
+
+
+def test_a_retirement_recorded_after_a_catalog_on_the_same_engine_was_first_used_reaches_it(cluster, stub):
+    """Catalogs h and g share one metastore, and replica B has used g already (its connector is made).
+    A's drop of h's table s.t is held in the metastore; h is dropped, the metastore missing the barrier;
+    B's load of g.s.t imports the table (the metastore's s is g's too). B delivers the retirement first,
+    though its connector of g was made before it was recorded, so the held drop is refused. Before, only a
+    new connector delivered: B imported, the held drop landed, and g's store kept a table the engine lost."""
+    a, b = (Api(replica) for replica in cluster.replicas("a", "b"))
+    hive_catalog_with_table(b, stub)
+    ok(b.catalog("hive", hive_properties(stub), c="g"))
+    ok(b.schema("gs", c="g"))  # B's first use of g
+    try:
+        status, body = hold_drop(stub, lambda: a.drop_table(T, c=H))
+        assert status == 502, (status, body)
+        miss_barrier(stub)
+        assert ok(b.drop_catalog(c=H))["dropped"] is True
+        assert ok(b.r.request("GET", path_of("m", "g", S, T)))["table"]["name"] == T
+    finally:
+        release(stub)
+    ok(b.table("v", c="g"))
+    assert_agree(cluster, b, stub, "g", [T, "v"])

@@ -65,6 +65,9 @@ GRAVIMETA_HA_DISABLE (test-only) names one mechanism, or several separated by co
   identity_reverify a catalog's first use in a process asks its engine who it is only when no identity
                     is recorded (dispatch/retirement.py; test_catalog_moves.py: a record naming another
                     engine stays)
+  retirement_watermark  a cached connector is handed out without looking for retirements recorded after
+                    it was made (dispatch/connector_cache.py; test_catalog_moves.py: a catalog sharing
+                    the metastore of one dropped meanwhile imports, the held drop lands)
   engine_calls_before_write  the connector cache makes a new connector (asking its engine, delivering
                     retirements) inside the journal's store write transaction, the question bounded by
                     the client's timeout alone (dispatch/connector_cache.py ready; test_catalog_moves.py:
