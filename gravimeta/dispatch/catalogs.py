@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from connectors.base import CatalogContext
 from gravimeta import errors
-from gravimeta.concurrency.coordinator import Coordinator
+from gravimeta.concurrency.coordinator import Coordinator, require_lasting_claim
 from gravimeta.concurrency.tree_lock import LockType
 from gravimeta.dispatch import engine_door
 from gravimeta.dispatch.changes import Changes, Unchanged, apply_catalog_changes, is_rename, property_changes
@@ -57,18 +57,26 @@ class CatalogDispatcher:
     def create(self, catalog: Catalog, user: str) -> Catalog:
         self._check_creatable(catalog)
         connector_class = self.connectors.registry.get(catalog.provider)
-        with self.coordinator.structural(NameIdentifier.of(catalog.metalake), LockType.WRITE), \
-                connector_class.location_guard(catalog.properties, self._others(catalog.provider)):
-            # the engine's home first (the sqlite file), so that later "missing" means "unreachable"
-            connector = connector_class(CatalogContext(catalog.metalake, catalog.name, dict(catalog.properties)))
-            try:
-                engine_door.prepare(connector)
-                identity = identity_for(connector)  # while its engine answers, before the store transaction
-                return self.store.create_catalog(
-                    catalog, user, precheck=require_metalake_in_use,
-                    also=lambda s, made: write_identity_in(s, made, identity) if identity else None)
-            finally:
-                connector.close()
+
+        def work() -> Catalog:
+            if not connector_class.process_local:
+                # engine calls come next: never inside the store transaction a one-transaction (advisory)
+                # claim has open; run again under the lease (Coordinator.run_structural)
+                require_lasting_claim()
+            with connector_class.location_guard(catalog.properties, self._others(catalog.provider)):
+                # the engine's home first (the sqlite file), so that later "missing" means "unreachable"
+                connector = connector_class(CatalogContext(catalog.metalake, catalog.name, dict(catalog.properties)))
+                try:
+                    engine_door.prepare(connector)
+                    identity = identity_for(connector)  # while its engine answers, before the store transaction
+                    return self.store.create_catalog(
+                        catalog, user, precheck=require_metalake_in_use,
+                        also=lambda s, made: write_identity_in(s, made, identity) if identity else None)
+                finally:
+                    connector.close()
+
+        created: Catalog = self.coordinator.run_structural(NameIdentifier.of(catalog.metalake), work)
+        return created
 
     def _others(self, provider: str, exclude: tuple[str, str] | None = None) -> Callable[[], Iterable[Any]]:
         """The other catalogs of `provider` (all metalakes), for Connector.location_guard to read under its lock."""
@@ -153,6 +161,7 @@ class CatalogDispatcher:
         engine the new properties name who it is. Returns what the store transaction of the change does
         besides (`record`): record that identity with the properties, or forget the record when the
         properties stored are not the ones asked about (or the engine could not say)."""
+        require_lasting_claim()  # engine calls next: not inside a one-transaction (advisory) claim's transaction
         current = self.store.get_catalog(metalake, name)  # again, under the claim
         target = apply_catalog_changes(replace(current, properties=dict(current.properties)), list(changes))
         if self._moves_engine(current, target):

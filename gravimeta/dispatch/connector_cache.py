@@ -49,13 +49,17 @@ class ConnectorCache:
         self._lock = threading.Lock()
         self._instances: dict[tuple[str, str], tuple[tuple[object, ...], Connector, int]] = {}
 
-    def for_catalog(self, catalog: Catalog) -> Connector:
+    def for_catalog(self, catalog: Catalog, reading: bool = False) -> Connector:
+        """The catalog's connector (made, and checked by `before_use`, on first use). `reading`: the caller
+        only reads through it (a list), which no pending retirement concerns: a cached one is handed out
+        without looking for retirements recorded since (one store query fewer); a change or an import
+        through it later looks."""
         key = (catalog.metalake, catalog.name)
         signature = _signature(catalog)
         with self._lock:
             cached = self._instances.get(key)
         if cached is not None and cached[0] == signature:
-            if self._current(cached, None):
+            if reading or self._current(cached, None):
                 return cached[1]
             seen = self._check(cached[1], catalog)  # outside the lock: it may wait on the store and an engine
             with self._lock:

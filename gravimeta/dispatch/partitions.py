@@ -56,7 +56,7 @@ class PartitionDispatcher:
         """In-use checks, the table in the store, then whether the catalog has partitions at all. `writing`:
         `s` is a write transaction, in which no new connector is made (ConnectorCache.ready)."""
         catalog = catalog_in_use_in(s, m, c)
-        connector = self.connectors.ready(catalog, s) if writing else self.connectors.for_catalog(catalog)
+        connector = self.connectors.ready(catalog, s) if writing else self.connectors.for_catalog(catalog, reading=True)
         self.store.table_row(s, m, c, sc, t)  # NoSuchSchema / NoSuchTable before anything else
         kind = connector.partitions
         if kind not in (PARTITIONS_IN_STORE, PARTITIONS_IN_ENGINE):

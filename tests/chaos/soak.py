@@ -31,10 +31,11 @@ carries its identity in its comment, so a name can always be mapped back to the 
 - An outsider creates tables and schemas directly in the sqlite and hive engines and GETs them (import);
   the workload drops such objects through gravimeta and drops and re-creates sqlite schemas.
 - A mover moves catalogs between engines (tests/chaos/catalog_moves.py): in a metalake of its own, a hive
-  catalog and a sqlite catalog are pointed at another hive stub or sqlite file of a pool of their own and
-  dropped, with a drop held in the engine left past its client timeout, engines missing their barriers,
-  and a successor catalog on the engine left importing the table the held drop is about; then the held
-  drop is let go. Each engine of the pool is compared with the store after each cycle and at the end.
+  catalog is pointed at another hive stub of a pool of its own and dropped (a sqlite catalog, whose path
+  is immutable, is dropped on its file), with a drop held in the engine left past its client timeout,
+  engines missing their barriers, and a successor catalog on the engine left importing the table the
+  held drop is about; then the held drop is let go. Each engine of the pool is compared with the store
+  after each cycle and at the end.
 
 At the end: every fault is lifted, `gravimeta repair` settles open journal intents (one left open fails
 the run), each sqlite and hive engine is compared with the store's rows (tests/chaos/engine_check.py,
