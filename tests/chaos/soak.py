@@ -1130,6 +1130,8 @@ def run(cfg: SoakConfig) -> SoakResult:
         lift_faults(world)
         for thread in threads + world.driven:
             thread.join(90)
+        if world.mover is not None:
+            catalog_moves.lift(world.mover, force=True)  # its last cycle let its own go (or failed to)
         elapsed = time.monotonic() - started
         say(progress_line(world, started) + "  (load stopped)")
         if cfg.keep_logs is not None:
