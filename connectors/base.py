@@ -153,14 +153,15 @@ class Connector(ABC):
         (gravimeta/dispatch/retirement.py)."""
         return self.identity_locations()
 
-    def engine_identity(self) -> str | None:
+    def engine_identity(self, deadline: float | None = None) -> str | None:
         """The engine's own identity, as the engine itself keeps and reports it (the hive stub's id kept
         with its storage, a sqlite catalog file's id kept in the file): one engine has one, however and
         wherever it is reached, so two catalogs on it share it where they share no place (an address that
         changed behind DNS, another listening address, one file reached by two paths). None when the
         engine keeps none (a real Hive metastore; providers that cannot say); ConnectionFailed when the
-        engine cannot be asked now. May ask the engine, within the connector's timeout; a connector
-        remembers an identity once found (engine_locations then names it)."""
+        engine cannot be asked now. May ask the engine, within the connector's timeout and before
+        `deadline` (time.monotonic(); StaleFence once it has passed); a connector remembers an identity
+        once found (engine_locations then names it)."""
         return None
 
     def identity_locations(self) -> frozenset[str]:

@@ -192,14 +192,14 @@ class HiveConnector(Connector):
         return frozenset(place for host, port in self.endpoints for place in endpoint_places(host, port)) \
             | self.identity_locations()
 
-    def engine_identity(self) -> str | None:
+    def engine_identity(self, deadline: float | None = None) -> str | None:
         """`GET /identity` (the hive stub's id, kept with its storage); None when the metastore answers
         404 (one that keeps none: engine_locations alone then say where it is)."""
         if self._known_identity:
             return self._known_identity
         if failpoints.disabled_for_test("engine_identity"):  # TEST-ONLY: none
             return None
-        status, reply = self._call("identity", "GET", ["identity"])
+        status, reply = self._call("identity", "GET", ["identity"], fence=Fence(deadline=deadline))
         if status == 404:
             return None
         _expect(status, reply)

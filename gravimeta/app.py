@@ -82,7 +82,8 @@ def build_services(settings: Settings, registry: ConnectorRegistry | None = None
         check_schema(engine)
     store = EntityStore(engine, on_snapshot=metrics.snapshot_reads.inc)
     registry = registry or ConnectorRegistry()
-    connectors = ConnectorCache(registry, PendingRetirements(store, registry).before_use)
+    retirements = PendingRetirements(store, registry)
+    connectors = ConnectorCache(registry, retirements.before_use, retirements.high_water)
     distributed = start_distributed_lock(settings, engine, catalog_locality(connectors, store.get_catalog),
                                          register=replica)
     coordinator = Coordinator(TreeLock(), distributed.claims, distributed)

@@ -78,6 +78,10 @@ FAILPOINTS: dict[str, str] = {
                                "the statistic rows not yet written",
     "partitions.before_engine": "partition add/drop under the table's claim: the store's checks passed, "
                                 "the engine call not yet sent",
+    # catalog moves and retirements (gravimeta/dispatch/retirement.py, catalogs.py)
+    "catalog.before_identity": "catalog create or property change: its engine is about to be asked who it is",
+    "retirement.before_ask": "a catalog's first use in a process: its engine is about to be asked who it is",
+    "retirement.before_forget": "a pending retirement was delivered to its engine, its record not yet deleted",
     # engine
     "sqlite.before_begin": "sqlite catalog: a mutating call has connected (deadline checked), its transaction not begun",
     "sqlite.schema_unregistered": "sqlite drop schema: the registry row's deletion (and the file's tombstone) "

@@ -94,13 +94,13 @@ class SQLiteCatalogConnector(Connector):
         identity once known."""
         return frozenset({f"sqlite:{self.path}"}) | self.identity_locations()
 
-    def engine_identity(self) -> str | None:
+    def engine_identity(self, deadline: float | None = None) -> str | None:
         """The id kept in the catalog file (identity.py); made now in a file made before identities."""
         if self._known_identity:
             return self._known_identity
         if failpoints.disabled_for_test("engine_identity"):  # TEST-ONLY: none
             return None
-        with self._connect() as conn:
+        with self._connect(Fence(deadline=deadline)) as conn:
             return self.remember_identity(identity.read_or_make(conn))
 
     def _schema_dir(self) -> Path:

@@ -8,19 +8,28 @@ from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import replace
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from connectors.base import CatalogContext
 from gravimeta import errors
-from gravimeta.concurrency.coordinator import Coordinator
+from gravimeta.concurrency.coordinator import Coordinator, require_lasting_claim
 from gravimeta.concurrency.tree_lock import LockType
 from gravimeta.dispatch import engine_door
 from gravimeta.dispatch.changes import Changes, Unchanged, apply_catalog_changes, is_rename, property_changes
 from gravimeta.dispatch.connector_cache import ConnectorCache
-from gravimeta.dispatch.retirement import forget_identities, note_identity, retire
+from gravimeta.dispatch.retirement import (
+    forget_identities,
+    identity_for,
+    identity_name,
+    retire,
+    write_identity_in,
+)
 from gravimeta.entities import Catalog, Metalake, NameIdentifier
 from gravimeta.store import EntityStore
 from gravimeta.store.catalog_locations import catalogs_of_provider
 from gravimeta.store.database import disabled_for_test
 from gravimeta.store.journal import OperationJournal
+from gravimeta.store.server_settings import publish
 
 SUPPORTED_TYPES = ("relational",)
 
@@ -48,38 +57,62 @@ class CatalogDispatcher:
     def create(self, catalog: Catalog, user: str) -> Catalog:
         self._check_creatable(catalog)
         connector_class = self.connectors.registry.get(catalog.provider)
-        with self.coordinator.structural(NameIdentifier.of(catalog.metalake), LockType.WRITE), \
-                connector_class.location_guard(catalog.properties, self._others(catalog.provider)):
-            # the engine's home first (the sqlite file), so that later "missing" means "unreachable"
-            connector = connector_class(CatalogContext(catalog.metalake, catalog.name, dict(catalog.properties)))
-            try:
-                engine_door.prepare(connector)
-                created = self.store.create_catalog(catalog, user, precheck=require_metalake_in_use)
-                note_identity(self.store, connector, created)  # while its engine answers (retirement.py)
-                return created
-            finally:
-                connector.close()
+
+        def work() -> Catalog:
+            if not connector_class.process_local:
+                # engine calls come next: never inside the store transaction a one-transaction (advisory)
+                # claim has open; run again under the lease (Coordinator.run_structural)
+                require_lasting_claim()
+            with connector_class.location_guard(catalog.properties, self._others(catalog.provider)):
+                # the engine's home first (the sqlite file), so that later "missing" means "unreachable"
+                connector = connector_class(CatalogContext(catalog.metalake, catalog.name, dict(catalog.properties)))
+                try:
+                    engine_door.prepare(connector)
+                    identity = identity_for(connector)  # while its engine answers, before the store transaction
+                    return self.store.create_catalog(
+                        catalog, user, precheck=require_metalake_in_use,
+                        also=lambda s, made: write_identity_in(s, made, identity) if identity else None)
+                finally:
+                    connector.close()
+
+        created: Catalog = self.coordinator.run_structural(NameIdentifier.of(catalog.metalake), work)
+        return created
 
     def _others(self, provider: str, exclude: tuple[str, str] | None = None) -> Callable[[], Iterable[Any]]:
         """The other catalogs of `provider` (all metalakes), for Connector.location_guard to read under its lock."""
         return lambda: catalogs_of_provider(self.store, provider, exclude)
 
     def alter(self, metalake: str, name: str, changes: Changes, user: str) -> Catalog:
-        altered = self._alter(metalake, name, changes, user)
-        if any(property_changes(changes)):  # the properties may name another engine now: record its identity
-            forget_identities(self.store, [altered])
-            try:
-                connector = self.connectors.registry.get(altered.provider)(
-                    CatalogContext(altered.metalake, altered.name, dict(altered.properties)))
-            except errors.GravitinoError:
-                return altered  # no connector here (the allow-list): its first use records it, if ever
-            try:
-                note_identity(self.store, connector, altered)
-            finally:
-                connector.close()
-        return altered
+        if disabled_for_test("identity_in_claim") and any(property_changes(changes)):  # TEST-ONLY: as before
+            altered = self._alter(metalake, name, changes, user, record=False)
+            self._identity_after_the_claim(altered)
+            return altered
+        return self._alter(metalake, name, changes, user, record=True)
 
-    def _alter(self, metalake: str, name: str, changes: Changes, user: str) -> Catalog:
+    def _identity_after_the_claim(self, altered: Catalog) -> None:
+        """TEST-ONLY (GRAVIMETA_HA_DISABLE=identity_in_claim): the engine identity recorded once the claim
+        has ended, asking the engine of the properties this request wrote, as before it was recorded in the
+        change's own transaction: another change made meanwhile is overwritten by this one's engine."""
+        forget_identities(self.store, [altered])
+        try:
+            connector = self.connectors.registry.get(altered.provider)(
+                CatalogContext(altered.metalake, altered.name, dict(altered.properties)))
+        except errors.GravitinoError:
+            return
+        try:
+            identity = identity_for(connector)
+            if identity:
+                publish(self.store.engine, identity_name(altered), identity)
+        finally:
+            connector.close()
+
+    def _alter(self, metalake: str, name: str, changes: Changes, user: str, record: bool) -> Catalog:
+        """A rename, and any change of the properties of a catalog whose engine keeps state outside the
+        process, runs under the metalake's claim: the catalog is read again there; a change that moves it
+        to another engine retires its key in the engine it leaves; the engine its properties name now is
+        asked who it is (before the store transaction opens); and the store transaction that writes the
+        properties records that identity with them (`record`), so the record always names the engine of
+        the properties stored (retirement.py). Other changes (the comment) take the catalog's local lock."""
         current = self.load(metalake, name)
         if not current.in_use:
             raise errors.CatalogNotInUse(f"Catalog {metalake}.{name} is not in use; enable it first")
@@ -101,25 +134,51 @@ class CatalogDispatcher:
             provider.validate_property_changes(upserts, deletes, altered.properties)
             return altered
 
-        if any(is_rename(c) for c in changes):
-            def rename() -> Catalog:
-                with guard(), self.journal.following_rename(f"/{metalake}/{name}", f"/{metalake}/{candidate.name}",
-                                                            (metalake, name)):
-                    self._retire_if_moved(metalake, name, changes)
-                    _, after = self.store.update_catalog(metalake, name, mutate, user)
-                    self.connectors.forget(metalake, name)
+        renames = any(is_rename(c) for c in changes)
+        engine_properties = bool(upserts or deletes) and not self.connectors.is_local(current)
+        if renames or engine_properties:
+            def work() -> Catalog:
+                following = (self.journal.following_rename(f"/{metalake}/{name}", f"/{metalake}/{candidate.name}",
+                                                           (metalake, name)) if renames else nullcontext())
+                with guard(), following:
+                    also = self._move(metalake, name, changes, record) if engine_properties else None
+                    _, after = self.store.update_catalog(metalake, name, mutate, user, also=also)
+                    if renames:
+                        self.connectors.forget(metalake, name)
                     return after
 
-            return self.coordinator.run_structural(NameIdentifier.of(metalake), rename)
-        if (upserts or deletes) and self._moves_engine(current, candidate):
-            def move() -> Catalog:
-                with guard():
-                    self._retire_if_moved(metalake, name, changes)
-                    return self.store.update_catalog(metalake, name, mutate, user)[1]
-
-            return self.coordinator.run_structural(NameIdentifier.of(metalake), move)
+            return self.coordinator.run_structural(NameIdentifier.of(metalake), work)
         with self.coordinator.local(NameIdentifier.of(metalake, name), LockType.WRITE), guard():
             return self.store.update_catalog(metalake, name, mutate, user)[1]
+
+    def _move(self, metalake: str, name: str, changes: Changes,
+              record: bool) -> Callable[[Session, Catalog], None] | None:
+        """Under the metalake's claim (its token is above every one granted under the catalog), before the
+        store takes a change of the catalog's properties: read the catalog again; if the change moves it
+        to another engine, retire the catalog's key in the engine it leaves, as a drop does (retirement.py:
+        its calls never go there again, so without it a call still in flight there could land at any
+        later time, after another catalog on that engine imported the object it changes); then ask the
+        engine the new properties name who it is. Returns what the store transaction of the change does
+        besides (`record`): record that identity with the properties, or forget the record when the
+        properties stored are not the ones asked about (or the engine could not say)."""
+        require_lasting_claim()  # engine calls next: not inside a one-transaction (advisory) claim's transaction
+        current = self.store.get_catalog(metalake, name)  # again, under the claim
+        target = apply_catalog_changes(replace(current, properties=dict(current.properties)), list(changes))
+        if self._moves_engine(current, target):
+            retire(self.store, self.connectors, current)
+        if not record:
+            return None
+        try:
+            connector = self.connectors.registry.get(target.provider)(
+                CatalogContext(target.metalake, target.name, dict(target.properties)))
+        except errors.GravitinoError:
+            connector = None  # no connector here (the allow-list): its first use records it, if ever
+        try:
+            identity = identity_for(connector) if connector is not None else None
+        finally:
+            if connector is not None:
+                connector.close()
+        return lambda s, after: write_identity_in(s, after, identity if after.properties == target.properties else None)
 
     def _moves_engine(self, before: Catalog, after: Catalog) -> bool:
         """Whether a property change moves the catalog to another engine: one that shares no location
@@ -139,17 +198,6 @@ class CatalogDispatcher:
             return connector.engine_locations()
         finally:
             connector.close()
-
-    def _retire_if_moved(self, metalake: str, name: str, changes: Changes) -> None:
-        """Under the metalake's claim (its token is above every one granted under the catalog), before
-        the store takes a change that moves the catalog to another engine: retire the catalog's key in the
-        engine it leaves, as a drop does (retirement.py). The catalog's calls never go there again, so
-        without it a call still in flight there could land at any later time, after another catalog on
-        that engine imported the object it changes."""
-        current = self.store.get_catalog(metalake, name)  # again, under the claim
-        if self._moves_engine(current, apply_catalog_changes(replace(current, properties=dict(current.properties)),
-                                                             list(changes))):
-            retire(self.store, self.connectors, current)
 
     def set_in_use(self, metalake: str, name: str, in_use: bool, user: str) -> None:
         """Enable or disable; setting the state the catalog already has writes nothing (Gravitino's

@@ -7,44 +7,115 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from sqlalchemy.orm import Session
+
 from connectors.base import CatalogContext, Connector
 from connectors.registry import ConnectorRegistry
 from gravimeta import errors
+from gravimeta.concurrency.coordinator import require_lasting_claim
 from gravimeta.entities import Catalog
-from gravimeta.store.database import disabled_for_test
+from gravimeta.store.database import disabled_for_test, in_write_transaction
+
+
+class ConnectorNotReady(Exception):  # noqa: N818 - a signal to the caller, not an error anyone is answered
+    """ConnectorCache.ready: the catalog's connector must first be made (for_catalog) outside the store
+    write transaction the caller is in; it then runs that transaction again."""
+
+    def __init__(self, catalog: Catalog):
+        super().__init__(f"the connector of catalog {catalog.metalake}.{catalog.name} is not made yet")
+        self.catalog = catalog
 
 
 class ConnectorCache:
     """`before_use(connector, catalog)` runs once for every connector it creates, before anyone gets it;
     if it raises, the connector is not kept and the error is the caller's (the delivery of a dropped
     catalog's pending retirement to the same engine, and the record of the catalog's engine identity:
-    gravimeta/dispatch/retirement.py)."""
+    gravimeta/dispatch/retirement.py). It asks the engine and writes to the store, so it never runs inside
+    a store write transaction: there a caller uses `ready`, which makes no new connector whose engine keeps
+    state outside the process (for_catalog refuses to, as a bug), and makes it once the transaction is
+    over. On SQLite, where one write transaction holds every replica's writes, an engine that did not
+    answer there held up every other write for the engine's client timeout.
+
+    `before_use` returns how far it looked (the highest pending retirement's id it saw), and
+    `high_water(session)` says how far the store's pending retirements go now (in the caller's transaction,
+    or one of its own with None): a cached connector that has not looked as far runs `before_use` again
+    before it is handed out, so a retirement recorded after the connector was made is delivered to its
+    engine too (another catalog on that engine was dropped or moved off it meanwhile)."""
 
     def __init__(self, registry: ConnectorRegistry,
-                 before_use: Callable[[Connector, Catalog], None] | None = None):
-        self.registry, self.before_use = registry, before_use
+                 before_use: Callable[[Connector, Catalog], int | None] | None = None,
+                 high_water: Callable[[Session | None], int] | None = None):
+        self.registry, self.before_use, self.high_water = registry, before_use, high_water
         self._lock = threading.Lock()
-        self._instances: dict[tuple[str, str], tuple[tuple[object, ...], Connector]] = {}
+        self._instances: dict[tuple[str, str], tuple[tuple[object, ...], Connector, int]] = {}
 
-    def for_catalog(self, catalog: Catalog) -> Connector:
+    def for_catalog(self, catalog: Catalog, reading: bool = False) -> Connector:
+        """The catalog's connector (made, and checked by `before_use`, on first use). `reading`: the caller
+        only reads through it (a list), which no pending retirement concerns: a cached one is handed out
+        without looking for retirements recorded since (one store query fewer); a change or an import
+        through it later looks."""
         key = (catalog.metalake, catalog.name)
         signature = _signature(catalog)
         with self._lock:
             cached = self._instances.get(key)
-            if cached is not None and cached[0] == signature:
+        if cached is not None and cached[0] == signature:
+            if reading or self._current(cached, None):
                 return cached[1]
+            seen = self._check(cached[1], catalog)  # outside the lock: it may wait on the store and an engine
+            with self._lock:
+                if self._instances.get(key) is cached:
+                    self._instances[key] = (signature, cached[1], seen)
+            return cached[1]
         connector = self.registry.get(catalog.provider)(
             CatalogContext(catalog.metalake, catalog.name, dict(catalog.properties))
         )
-        if self.before_use is not None:  # outside the lock: it may wait on the store and an engine
-            self.before_use(connector, catalog)
+        try:
+            seen = self._check(connector, catalog)
+        except BaseException:
+            connector.close()
+            raise
         with self._lock:
             cached = self._instances.get(key)
             if cached is not None and cached[0] == signature:  # another thread made one meanwhile
                 connector.close()
                 return cached[1]
-            self._instances[key] = (signature, connector)
+            self._instances[key] = (signature, connector, seen)
             return connector
+
+    def _check(self, connector: Connector, catalog: Catalog) -> int:
+        """`before_use` (never inside a store write transaction); how far it looked."""
+        if self.before_use is None:
+            return 0
+        if (not connector.process_local and in_write_transaction()
+                and not disabled_for_test("engine_calls_before_write")):
+            raise AssertionError(f"the connector of catalog {catalog.metalake}.{catalog.name} would ask its engine "
+                                 "inside a store write transaction (use ConnectorCache.ready there)")
+        return self.before_use(connector, catalog) or 0
+
+    def _current(self, cached: tuple[tuple[object, ...], Connector, int], session: Session | None) -> bool:
+        """Whether a cached connector has looked at every pending retirement recorded so far."""
+        if cached[1].process_local or self.high_water is None or self.before_use is None \
+                or disabled_for_test("retirement_watermark"):  # TEST-ONLY: checked once, when made
+            return True
+        return self.high_water(session) <= cached[2]
+
+    def ready(self, catalog: Catalog, session: Session | None = None) -> Connector:
+        """The catalog's connector for a caller inside a store write transaction (`session`): the cached
+        one for this definition of the catalog, if it has looked at every pending retirement, or a new
+        process-local one (whose hook asks no engine); else ConnectorNotReady: the caller ends the
+        transaction (it wrote nothing yet), calls for_catalog with the catalog, and runs it again."""
+        if disabled_for_test("engine_calls_before_write"):  # TEST-ONLY: made inside the transaction, as before
+            return self.for_catalog(catalog)
+        with self._lock:
+            cached = self._instances.get((catalog.metalake, catalog.name))
+        if cached is not None and cached[0] == _signature(catalog) and self._current(cached, session):
+            return cached[1]
+        if self.is_local(catalog):
+            return self.for_catalog(catalog)
+        # a one-transaction claim (PostgreSQL advisory) joins this transaction to its own, which must not be
+        # ended here: the operation runs again under the lease (NeedsLastingClaim), once per catalog and process
+        require_lasting_claim()
+        raise ConnectorNotReady(catalog)
 
     @contextmanager
     def for_reading(self, catalog: Catalog) -> Iterator[Connector]:

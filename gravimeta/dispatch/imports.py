@@ -48,9 +48,10 @@ class EngineImporter:
                  reconciler: Reconciler):
         self.store, self.coordinator, self.connectors, self.reconciler = store, coordinator, connectors, reconciler
 
-    def engine(self, m: str, c: str) -> Connector | None:
-        """The catalog's connector when its engine keeps state of its own; None for a process-local one."""
-        connector = self.connectors.for_catalog(catalog_in_use(self.store, m, c))
+    def engine(self, m: str, c: str, reading: bool = False) -> Connector | None:
+        """The catalog's connector when its engine keeps state of its own; None for a process-local one.
+        `reading`: only to read through (ConnectorCache.for_catalog)."""
+        connector = self.connectors.for_catalog(catalog_in_use(self.store, m, c), reading)
         return None if connector.process_local else connector
 
     # ------------------------------------------------------------------ imports (each claims its parent)

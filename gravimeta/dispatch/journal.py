@@ -47,7 +47,7 @@ from gravimeta import errors, failpoints
 from gravimeta.concurrency.coordinator import Coordinator, require_lasting_claim
 from gravimeta.concurrency.paths import scope_path
 from gravimeta.dispatch import engine_door
-from gravimeta.dispatch.connector_cache import ConnectorCache
+from gravimeta.dispatch.connector_cache import ConnectorCache, ConnectorNotReady
 from gravimeta.dispatch.engine_keys import identity_key
 from gravimeta.dispatch.guarded import catalog_in_use_in
 from gravimeta.dispatch.intent_records import Record, encode, placed
@@ -63,6 +63,9 @@ log = logging.getLogger(__name__)
 #: how old an intent must be before "the engine does not have it" is taken as final when no claim is
 #: held (distributed lock off): longer than any connector call may still be running in the engine
 DEFAULT_SETTLE_S = 30.0
+#: how many times an operation's first step makes its catalog's connector anew before it gives up (each
+#: time the catalog's properties changed between the connector's making and the step's transaction)
+READY_ATTEMPTS = 3
 R = TypeVar("R", bound=Record)
 
 
@@ -236,17 +239,32 @@ class Reconciler:
         anything, they are repaired, and it runs once more without looking again (what stays open,
         e.g. an unreachable engine, does not block the operation; the request that follows will try
         again)."""
-        first = self._try_first_step(path, record, check, refuse, True)
+        first = self._ready_first_step(path, record, check, refuse, True)
         if first.left_open:
             self.repairer.repair_all(first.left_open)
-            first = self._try_first_step(path, record, check, refuse, False)
+            first = self._ready_first_step(path, record, check, refuse, False)
         return first
+
+    def _ready_first_step(self, path: str, record: Record, check: Callable[[Session, Record], Record | None],
+                          refuse: Callable[[Connector], None] | None, look_for_open: bool) -> _FirstStep:
+        """_try_first_step, after making the catalog's connector outside its transaction when this process
+        has none for the catalog as the transaction finds it (ConnectorCache.ready: a new connector may
+        ask its engine, which must not happen inside a store write transaction)."""
+        for _ in range(READY_ATTEMPTS):
+            try:
+                return self._try_first_step(path, record, check, refuse, look_for_open)
+            except ConnectorNotReady as exc:  # its transaction wrote nothing and is over
+                self.connectors.for_catalog(exc.catalog)
+        raise errors.ScopeBusy(f"The properties of catalog {record.where.metalake}.{record.where.catalog} changed "
+                               f"{READY_ATTEMPTS} times while this operation made its connector; nothing was "
+                               "changed, retry later")
 
     def _try_first_step(self, path: str, record: Record, check: Callable[[Session, Record], Record | None],
                         refuse: Callable[[Connector], None] | None, look_for_open: bool) -> _FirstStep:
         """ONE store transaction: check that the metalake and catalog are in use, pick the catalog's
-        connector and look for open intents under `path` (reads that run before the claim's fence
-        check, EntityStore.write's prelude). Then, for a process-local connector, the whole operation
+        connector (one this process has made already: ConnectorCache.ready, no engine call in here) and
+        look for open intents under `path` (reads that run before the claim's fence check,
+        EntityStore.write's prelude). Then, for a process-local connector, the whole operation
         (Operation.direct: no journal, and the claim may end with this transaction). For any other
         connector, the intent step: run the store's `check` and record the intent. That needs a claim
         that lasts across transactions (coordinator.require_lasting_claim)."""
@@ -255,7 +273,7 @@ class Reconciler:
         def look(s: Session) -> None:
             catalog = catalog_in_use_in(s, record.where.metalake, record.where.catalog)
             assert catalog.id is not None, "a stored catalog has an id"
-            first.connector, first.catalog_id = self.connectors.for_catalog(catalog), catalog.id
+            first.connector, first.catalog_id = self.connectors.ready(catalog, s), catalog.id
             if refuse is not None:
                 refuse(first.connector)
             if not first.connector.process_local:

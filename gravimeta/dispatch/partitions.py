@@ -30,9 +30,10 @@ from gravimeta.concurrency import paths
 from gravimeta.concurrency.coordinator import Coordinator, require_lasting_claim
 from gravimeta.concurrency.tree_lock import LockType
 from gravimeta.dispatch import engine_door
-from gravimeta.dispatch.connector_cache import ConnectorCache
+from gravimeta.dispatch.connector_cache import ConnectorCache, ConnectorNotReady
 from gravimeta.dispatch.engine_keys import identity_key
 from gravimeta.dispatch.guarded import catalog_in_use_in
+from gravimeta.dispatch.journal import READY_ATTEMPTS
 from gravimeta.entities import NameIdentifier
 from gravimeta.partitions import Partition
 from gravimeta.store import EntityStore, guard
@@ -51,9 +52,11 @@ class PartitionDispatcher:
         self.store, self.coordinator, self.connectors = store, coordinator, connectors
         self.kept = PartitionStore(store)
 
-    def _find(self, s: Session, m: str, c: str, sc: str, t: str, purge: bool = False) -> _Found:
-        """In-use checks, the table in the store, then whether the catalog has partitions at all."""
-        connector = self.connectors.for_catalog(catalog_in_use_in(s, m, c))
+    def _find(self, s: Session, m: str, c: str, sc: str, t: str, purge: bool = False, writing: bool = False) -> _Found:
+        """In-use checks, the table in the store, then whether the catalog has partitions at all. `writing`:
+        `s` is a write transaction, in which no new connector is made (ConnectorCache.ready)."""
+        catalog = catalog_in_use_in(s, m, c)
+        connector = self.connectors.ready(catalog, s) if writing else self.connectors.for_catalog(catalog, reading=True)
         self.store.table_row(s, m, c, sc, t)  # NoSuchSchema / NoSuchTable before anything else
         kind = connector.partitions
         if kind not in (PARTITIONS_IN_STORE, PARTITIONS_IN_ENGINE):
@@ -115,7 +118,7 @@ class PartitionDispatcher:
             holder: dict[str, _Found] = {}
 
             def look(s: Session) -> None:  # reads before the fence guard (EntityStore.write's prelude)
-                holder["found"] = found = self._find(s, m, c, sc, t, purge)
+                holder["found"] = found = self._find(s, m, c, sc, t, purge, writing=True)
                 if found.kind == PARTITIONS_IN_ENGINE:
                     require_lasting_claim()  # the engine call comes after this transaction
                     found.key = identity_key(self.store, s, paths.scope_path(scope))
@@ -124,8 +127,16 @@ class PartitionDispatcher:
                 found = holder["found"]
                 return change(found, s) if found.kind == PARTITIONS_IN_STORE else None
 
-            with guard.last_write(lambda: holder["found"].kind == PARTITIONS_IN_STORE):
-                result = self.store.write(in_store, prelude=look)
+            for _ in range(READY_ATTEMPTS):
+                try:
+                    with guard.last_write(lambda: holder["found"].kind == PARTITIONS_IN_STORE):
+                        result = self.store.write(in_store, prelude=look)
+                    break
+                except ConnectorNotReady as exc:  # made outside the transaction (it wrote nothing), then again
+                    self.connectors.for_catalog(exc.catalog)
+            else:
+                raise errors.ScopeBusy(f"The properties of catalog {m}.{c} kept changing while this operation made "
+                                       "its connector; nothing was changed, retry later")
             found = holder["found"]
             if found.kind == PARTITIONS_IN_STORE:
                 return result

@@ -49,7 +49,7 @@ class SchemaDispatcher:
                 stored = self.store.list_schemas(m, c)
             # the engine's names too (outside the snapshot: no store transaction waits on an engine);
             # an engine that cannot be reached fails the list rather than leave it a guess
-            connector = self.importer.engine(m, c)
+            connector = self.importer.engine(m, c, reading=True)
             if connector is None:
                 return stored
             known = {schema.name for schema in stored}

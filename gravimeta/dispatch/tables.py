@@ -47,7 +47,7 @@ class TableDispatcher:
                     stored = self.store.list_tables(m, c, s)
                 except errors.NoSuchSchema as exc:
                     stored, missing = [], exc
-            connector = self.importer.engine(m, c)
+            connector = self.importer.engine(m, c, reading=True)
             if connector is None:
                 if missing is not None:
                     raise missing
@@ -73,7 +73,7 @@ class TableDispatcher:
             except errors.NoSuchTable:
                 schema_missing = False
         if schema_missing:
-            connector = self.importer.engine(m, c)
+            connector = self.importer.engine(m, c, reading=True)  # the imports below look again
             if connector is None:
                 raise errors.NoSuchSchema(f"Schema {m}.{c}.{s} does not exist")
             connector.load_table(s, name)  # as Gravitino: no schema is imported for a table the engine lacks

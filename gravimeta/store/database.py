@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
@@ -111,8 +112,27 @@ def write_session(engine: Engine) -> Iterator[Session]:
     options: dict[str, Any] = {"sqlite_begin": "IMMEDIATE"} if engine.dialect.name == "sqlite" else {}
     with engine.connect() as conn:
         conn = conn.execution_options(**options) if options else conn
-        with Session(bind=conn, expire_on_commit=False) as session, session.begin():
+        with Session(bind=conn, expire_on_commit=False) as session, session.begin(), writing():
             yield session
+
+
+_writing: ContextVar[bool] = ContextVar("gravimeta_in_write_transaction", default=False)
+
+
+@contextmanager
+def writing() -> Iterator[None]:
+    """Marks the code run inside a store write transaction (write_session, EntityStore.write), so that
+    what must never run there can tell: an engine call (on SQLite the transaction holds every
+    replica's writes while it waits; gravimeta/dispatch/connector_cache.py)."""
+    token = _writing.set(True)
+    try:
+        yield
+    finally:
+        _writing.reset(token)
+
+
+def in_write_transaction() -> bool:
+    return _writing.get()
 
 
 @contextmanager

@@ -30,7 +30,7 @@ from gravimeta.entities import Audit, Catalog, Column, Metalake, Schema, Table
 from gravimeta.store import attachments, convert, lock_waits
 from gravimeta.store import core_statements as cs
 from gravimeta.store.commit_check import CommitCheck
-from gravimeta.store.database import disabled_for_test, snapshot_session
+from gravimeta.store.database import disabled_for_test, snapshot_session, writing
 from gravimeta.store.guard import current_guard, current_scope, joined_transaction
 from gravimeta.store.models import (
     CatalogRow,
@@ -170,16 +170,17 @@ class EntityStore:
         joined = joined_transaction()
 
         def body(session: Session) -> T:
-            if prelude is not None:
-                prelude(session)
-            guard = current_guard()
-            if guard is not None:
-                guard(session)
-                failpoints.hit("guard.after_lock", scope=current_scope())
-            result = work(session)
-            if guard is not None:
-                failpoints.hit("store.before_commit", scope=current_scope())
-            return result
+            with writing():
+                if prelude is not None:
+                    prelude(session)
+                guard = current_guard()
+                if guard is not None:
+                    guard(session)
+                    failpoints.hit("guard.after_lock", scope=current_scope())
+                result = work(session)
+                if guard is not None:
+                    failpoints.hit("store.before_commit", scope=current_scope())
+                return result
 
         for attempt in range(self.max_retries + 1):
             try:
@@ -387,7 +388,11 @@ class EntityStore:
             return metalake, None
         return metalake, convert.catalog_of(SimpleNamespace(**dict(zip(cs.CATALOG_FIELDS, found[split:], strict=True))), m)
 
-    def create_catalog(self, catalog: Catalog, user: str, precheck: Callable[[Metalake], None] | None = None) -> Catalog:
+    def create_catalog(self, catalog: Catalog, user: str, precheck: Callable[[Metalake], None] | None = None,
+                       also: Callable[[Session, Catalog], None] | None = None) -> Catalog:
+        """`also(session, created)`: more of the same transaction (the record of the catalog's engine
+        identity, dispatch/retirement.py)."""
+
         def work(s: Session) -> Catalog:
             metalake = self._metalake_row(s, catalog.metalake, lock="share")
             if precheck:
@@ -400,11 +405,18 @@ class EntityStore:
             convert.set_audit(row, Audit(user, created, user, created))
             s.add(row)
             _flush_unique(s, errors.CatalogAlreadyExists(f"Catalog {catalog.metalake}.{catalog.name} already exists"))
-            return convert.catalog_of(row, catalog.metalake)
+            made = convert.catalog_of(row, catalog.metalake)
+            if also is not None:
+                also(s, made)
+            return made
 
         return self.write(work)
 
-    def update_catalog(self, m: str, c: str, mutate: Mutation[Catalog], user: str) -> tuple[Catalog, Catalog]:
+    def update_catalog(self, m: str, c: str, mutate: Mutation[Catalog], user: str,
+                       also: Callable[[Session, Catalog], None] | None = None) -> tuple[Catalog, Catalog]:
+        """`also(session, after)`: more of the same transaction, which holds the catalog's row (the record
+        of its engine identity for the properties it now has, dispatch/retirement.py)."""
+
         def work(s: Session) -> tuple[Catalog, Catalog]:
             row = self.catalog_row(s, m, c, lock="update")
             before = convert.catalog_of(row, m)
@@ -414,7 +426,10 @@ class EntityStore:
             )
             _touch(row, user)
             _flush_unique(s, errors.CatalogAlreadyExists(f"Catalog {m}.{after.name} already exists"))
-            return before, convert.catalog_of(row, m)
+            updated = convert.catalog_of(row, m)
+            if also is not None:
+                also(s, updated)
+            return before, updated
 
         return self.write(work)
 

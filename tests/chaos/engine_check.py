@@ -139,3 +139,40 @@ def compare(engine: Engine, catalogs: list[EngineCatalog], root: Path) -> list[D
         for cat in catalogs:
             found += differences(cat, store_tree(store, cat.metalake, cat.name), engine_tree(registry, cat))
     return found
+
+
+@dataclass(frozen=True)
+class PoolEngine:
+    """An engine catalogs move between (tests/chaos/catalog_moves.py): the catalogs whose property `key`
+    is `value` are on it."""
+
+    label: str
+    provider: str
+    key: str
+    value: str
+
+
+def compare_pool(engine: Engine, metalake: str, pool: list[PoolEngine], root: Path) -> tuple[list[Difference], list[str]]:
+    """Every engine of `pool` against each catalog of `metalake` the store points at it (its rows, nothing
+    imported), and a catalog of `metalake` on no engine of the pool is a finding too. Returns the
+    differences (each Difference.identity the catalog's name: a pool's catalogs come and go) and one line
+    per engine saying what it was compared with."""
+    store = EntityStore(engine)
+    registry = ConnectorRegistry()
+    found: list[Difference] = []
+    compared: list[str] = []
+    catalogs = store.list_catalogs(metalake)
+    placed: set[str] = set()
+    with sqlite_root(root):
+        for where in pool:
+            on = [c for c in catalogs if c.provider == where.provider and c.properties.get(where.key) == where.value]
+            placed |= {c.name for c in on}
+            for c in on:
+                cat = EngineCatalog(c.name, metalake, c.name, c.provider, dict(c.properties))
+                found += differences(cat, store_tree(store, metalake, c.name), engine_tree(registry, cat))
+            compared.append(f"{where.label}: {', '.join(c.name for c in on) or 'no catalog on it now'}")
+    for c in catalogs:
+        if c.name not in placed:
+            found.append(Difference(c.name, "", None, "store",
+                                    f"catalog {metalake}.{c.name} points at no engine of the pool: {c.properties}"))
+    return found, compared

@@ -30,10 +30,17 @@ carries its identity in its comment, so a name can always be mapped back to the 
   and judge intents while the workload and the nemesis run).
 - An outsider creates tables and schemas directly in the sqlite and hive engines and GETs them (import);
   the workload drops such objects through gravimeta and drops and re-creates sqlite schemas.
+- A mover moves catalogs between engines (tests/chaos/catalog_moves.py): in a metalake of its own, a hive
+  catalog is pointed at another hive stub of a pool of its own and dropped (a sqlite catalog, whose path
+  is immutable, is dropped on its file), with a drop held in the engine left past its client timeout,
+  engines missing their barriers, and a successor catalog on the engine left importing the table the
+  held drop is about; then the held drop is let go. Each engine of the pool is compared with the store
+  after each cycle and at the end.
 
 At the end: every fault is lifted, `gravimeta repair` settles open journal intents (one left open fails
 the run), each sqlite and hive engine is compared with the store's rows (tests/chaos/engine_check.py,
-before any API read can import a difference away), the final state of
+before any API read can import a difference away; the mover's pool too, each engine against every catalog
+the store points at it), the final state of
 every catalog is read three ways (API, SQL, the engine for sqlite and hive), and the checker runs on
 the history attributed to identities. An operation whose interval overlapped a rename of its name may
 have hit either object: it counts as a possible removal in each (never as an acknowledged create:
@@ -81,7 +88,7 @@ from gravimeta.entities import Column, Schema, Table
 from gravimeta.store.database import create_store_engine
 from gravimeta.store.entity_store import EntityStore
 from gravimeta.store.models import CatalogRow, SchemaRow, TableRow
-from tests.chaos import fence_check
+from tests.chaos import catalog_moves, fence_check
 from tests.chaos.engine_check import Difference, EngineCatalog, Settled, compare, settle, sqlite_root
 from tests.chaos.fence_check import EngineFile, FenceReport, FenceWatch
 from tests.connectors.stub_process import StubProcess
@@ -154,6 +161,8 @@ class SoakConfig:
     #: PostgreSQL: check that no fence an engine accepted is granted again (tests/chaos/fence_check.py:
     #: a grant ledger in the store, the engines' fence records read every FENCE_READ_S)
     fence_check: bool = False
+    #: the mover thread (tests/chaos/catalog_moves.py): catalogs moved between engines and dropped
+    moves: bool = True
     work_dir: Path | None = None
     #: copy the run's directory (the replicas' logs, the failpoint files) there at the end (--keep-logs)
     keep_logs: Path | None = None
@@ -182,6 +191,7 @@ class SoakResult:
     witnesses: list[str] = field(default_factory=list)  # on a violation: what may explain it (see witnesses())
     fences: FenceReport | None = None  # SoakConfig.fence_check
     frozen: str = ""  # what the frozen-holder action did (freeze_summary)
+    moves: str = ""  # what the mover did and found (catalog_moves.Mover.summary), and the pool compared
 
     @property
     def ok(self) -> bool:
@@ -296,6 +306,8 @@ class World:
     #: the replicas the frozen-holder action holds or freezes right now (World.pick leaves them out)
     avoid: set[str] = field(default_factory=set)
     outsider_lock: threading.Lock = field(default_factory=threading.Lock)
+    #: the mover's pool and record (SoakConfig.moves)
+    mover: catalog_moves.Mover | None = None
     _lat_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -849,6 +861,8 @@ def lift_faults(world: World) -> None:
             world.stub.clear_faults()
         except OSError:
             pass
+    if world.mover is not None:
+        catalog_moves.lift(world.mover)
 
 
 # ------------------------------------------------------------------------------------------------ check
@@ -1039,6 +1053,9 @@ def _cluster(cfg: SoakConfig, rng: random.Random) -> Iterator[World]:
         world.fp = Failpoints(tmp / "failpoints")
         world.stub = StubProcess(tmp / "hive-stub").start()
         stack.callback(world.stub.stop)
+        if cfg.moves:
+            world.mover = catalog_moves.start(tmp)
+            stack.callback(catalog_moves.stop, world.mover)
 
         proxied = db_url
         if cfg.store_url is None:
@@ -1084,6 +1101,8 @@ def run(cfg: SoakConfig) -> SoakResult:
             with _store(world) as engine:
                 fence_check.install(engine)  # before the first grant
         setup(world)
+        if world.mover is not None:
+            catalog_moves.setup(world, world.mover)
         say(f"[soak] {cfg.replicas} replicas x {cfg.workers} workers on {cfg.db}, lock ON ({cfg.lock}), "
             f"lease TTL {cfg.ttl_ms} ms, nemesis {'ON' if cfg.nemesis else 'OFF'}")
         started = time.monotonic()
@@ -1092,6 +1111,8 @@ def run(cfg: SoakConfig) -> SoakResult:
             threads.append(threading.Thread(target=structure, args=(world,), daemon=True))
         if cfg.outsider:
             threads.append(threading.Thread(target=outsider, args=(world,), daemon=True))
+        if world.mover is not None:
+            threads.append(threading.Thread(target=catalog_moves.mover_thread, args=(world, world.mover), daemon=True))
         chaos = threading.Thread(target=nemesis, args=(world,), daemon=True) if cfg.nemesis else None
         if cfg.store_nemesis is not None:
             threads.append(threading.Thread(target=cfg.store_nemesis, args=(world,), daemon=True))
@@ -1109,6 +1130,8 @@ def run(cfg: SoakConfig) -> SoakResult:
         lift_faults(world)
         for thread in threads + world.driven:
             thread.join(90)
+        if world.mover is not None:
+            catalog_moves.lift(world.mover, force=True)  # its last cycle let its own go (or failed to)
         elapsed = time.monotonic() - started
         say(progress_line(world, started) + "  (load stopped)")
         if cfg.keep_logs is not None:
@@ -1120,6 +1143,12 @@ def run(cfg: SoakConfig) -> SoakResult:
         if cfg.plant_divergence:
             say(f"[soak] planted: {plant_divergence(world)}")
         engine_problems = settled.problems + engines_against_store(world)  # before any API read imports
+        moves = ""
+        if world.mover is not None:
+            moved, compared = catalog_moves.check(world, world.mover)
+            engine_problems += moved
+            moves = world.mover.summary() + "; the pool at the end: " + "; ".join(compared)
+            say(f"[soak] {moves}")
         fences = None
         if watch is not None:
             watch.sample()  # after the repair's barriers, the last grants of the run
@@ -1144,8 +1173,16 @@ def run(cfg: SoakConfig) -> SoakResult:
                        if op.outcome in ("failed", "uncertain"))
     return SoakResult(seed, report, strict, list(world.latencies), Counter(world.nemesis_counts), ambiguous,
                       settled, elapsed, refusals, Counter(world.outsider_counts),
-                      witnesses(report, ops, world.nemesis_log) + divergence_witnesses(world), fences,
-                      freeze_summary(world))
+                      witnesses(report, ops, world.nemesis_log) + divergence_witnesses(world)
+                      + (moves_log(world) if moves and not report.ok else []), fences, freeze_summary(world), moves)
+
+
+def moves_log(world: World) -> list[str]:
+    """Each mover cycle, in order, and the nemesis timeline: what a divergence in the pool needs."""
+    if world.mover is None:
+        return []
+    return (["catalog moves:"] + [f"    {line}" for line in world.mover.log]
+            + ["nemesis timeline:"] + [f"    {line}" for line in world.nemesis_log])
 
 
 def freeze_summary(world: World) -> str:
@@ -1257,6 +1294,7 @@ def render(result: SoakResult) -> str:
              "catalog or metalake name (checked only as possible removals)",
              f"[soak] outsider (objects made in the engines, then imported): {dict(result.outsider)}",
              f"[soak] {result.frozen}",
+             f"[soak] {result.moves or 'catalog moves: off'}",
              "[soak] refused or uncertain: " + ", ".join(f"{k} {n}" for k, n in result.refusals.most_common(8)),
              "[soak] checker (uncertain ops may have applied):", result.report.render()]
     if result.fences is not None:
@@ -1284,12 +1322,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="self-check: drop one table from a sqlite engine after the load; the run must fail")
     parser.add_argument("--keep-logs", type=Path, metavar="DIR",
                         help="copy the replicas' logs there at the end and print the nemesis timeline")
+    parser.add_argument("--no-moves", action="store_true", help="no catalogs moved between engines")
     parser.add_argument("--fence-check", action="store_true",
                         help="PostgreSQL: no fence an engine accepted is granted again (tests/chaos/fence_check.py)")
     args = parser.parse_args(argv)
     result = run(SoakConfig(args.db, args.seconds, args.seed, args.lock, args.replicas, args.workers, args.threads,
                             args.ttl_ms, nemesis=not args.no_nemesis, plant_divergence=args.plant_divergence,
-                            fence_check=args.fence_check, keep_logs=args.keep_logs,
+                            fence_check=args.fence_check, moves=not args.no_moves, keep_logs=args.keep_logs,
                             say=lambda line: print(line, flush=True)))
     print(render(result), flush=True)
     return 0 if result.ok else 1

@@ -31,7 +31,7 @@ import pytest
 from sqlalchemy import select
 
 from gravimeta.store import EntityStore
-from gravimeta.store.server_settings import server_setting
+from gravimeta.store.retirements import retirement
 from tests.conftest import require_backend
 from tests.engine.conftest import Api, Cluster, hive_properties, ok, path_of, wait_until
 from tests.support.databases import fresh_database
@@ -330,8 +330,9 @@ def test_a_move_retires_on_a_sqlite_store(sqlite_db_cluster, stub, tmp_path):
 
 
 def pending_retirements(cluster: Cluster) -> list[str]:
+    """The catalog keys of the pending retirements (one per catalog key and engine)."""
     with cluster.engine.connect() as conn:
-        return list(conn.execute(select(server_setting.c.name).where(server_setting.c.name.like("retire %"))).scalars())
+        return list(conn.execute(select(retirement.c.catalog_key).order_by(retirement.c.id)).scalars())
 
 
 def test_a_missed_retirement_delivered_by_a_journalled_first_use_on_a_sqlite_store(sqlite_db_cluster, stub):

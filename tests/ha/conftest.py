@@ -51,6 +51,28 @@ GRAVIMETA_HA_DISABLE (test-only) names one mechanism, or several separated by co
   retire_lasting    a catalog or metalake drop (or a catalog's move) under an advisory claim (AUTO,
                     PG_ADVISORY), which has no token, does not ask for the lease, and so retires nothing
                     (dispatch/retirement.py; test_engine_identity_races.py, the postgresql-auto cases)
+  retirement_per_engine  a pending retirement is recorded as the only one of its catalog key, replacing the
+                    record of another engine the catalog left before (store/retirements.py, as the
+                    upsert of one gm_server_setting row per key did; tests/engine/test_catalog_moves.py:
+                    the first engine is never told, the held drop lands)
+  retirement_compare_delete  a delivered retirement's record is deleted by its catalog key, not by its id
+                    and token (store/retirements.py, as by name before; test_catalog_moves.py: a newer
+                    record made while the delivery was on its way goes undelivered, the held drop lands)
+  identity_in_claim a change of a catalog's properties records its engine identity after its claim
+                    ended, asking the engine of the properties it wrote (dispatch/catalogs.py;
+                    test_catalog_moves.py: two changes interleave and the record names the engine the
+                    catalog left)
+  identity_reverify a catalog's first use in a process asks its engine who it is only when no identity
+                    is recorded (dispatch/retirement.py; test_catalog_moves.py: a record naming another
+                    engine stays)
+  retirement_watermark  a cached connector is handed out without looking for retirements recorded after
+                    it was made (dispatch/connector_cache.py; test_catalog_moves.py: a catalog sharing
+                    the metastore of one dropped meanwhile imports, the held drop lands)
+  engine_calls_before_write  the connector cache makes a new connector (asking its engine, delivering
+                    retirements) inside the journal's store write transaction, the question bounded by
+                    the client's timeout alone (dispatch/connector_cache.py ready; test_catalog_moves.py:
+                    on a SQLite store a frozen engine holds another replica's unrelated write past its
+                    claim timeout)
   connector_identity  the connector cache knows a catalog by id, provider and properties, not also its create
                     time (dispatch/connector_cache.py; test_partition_races.py, the namesake on a SQLite
                     store: the dropped catalog's connector is handed out, its retirement never delivered;

@@ -483,7 +483,7 @@ def test_the_ids_revision_makes_sqlite_ids_never_reused_keeps_the_rows_and_goes_
         tables = conn.execute(text("SELECT name, sql FROM sqlite_master WHERE type = 'table'")).all() if sqlite else []
     assert {name for name, sql in tables if "AUTOINCREMENT" in sql} == ({
         "gm_metalake", "gm_catalog", "gm_schema", "gm_table", "gm_column", "gm_tag", "gm_role", "gm_principal",
-        "gm_operation_journal"} if sqlite else set())
+        "gm_operation_journal", "gm_retirement"} if sqlite else set())  # gm_retirement: 0022, made so
 
     downgrade(engine, "0018")
     assert current_revision(engine) == "0018"
@@ -697,3 +697,42 @@ def test_a_database_at_0020_upgrades_to_root_claims_that_hold_new_claims_back_an
             assert row.status == "busy"
     upgrade(engine)
     assert current_revision(engine) == head_revision()
+
+
+def test_the_retirements_revision_keys_them_by_catalog_and_engine_and_moves_the_rows_both_ways(empty_url, engine_of):
+    """Revision 0022 moves the pending retirements (one gm_server_setting row per catalog key) into
+    gm_retirement, one row per catalog key and engine; there another engine's record of the same key is
+    another row, one engine's keeps the higher token, and a delivery deletes only the row it read. The
+    downgrade moves them back, one per catalog key (the highest token), and drops the table."""
+    import json
+
+    from gravimeta.store import retirements
+
+    engine = engine_of(empty_url)
+    upgrade(engine, "0021")
+    old = {"provider": "hive", "properties": {"metastore.uris": "http://127.0.0.1:1"}, "token": 7,
+           "locations": ["hive:127.0.0.1:1", "id:one"], "catalog": "m.h"}
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO gm_server_setting (name, value, updated_at) VALUES "
+                          "('retire /c1.2026', :v, CURRENT_TIMESTAMP), ('sqlite_catalog_root', '/x', CURRENT_TIMESTAMP)"),
+                     {"v": json.dumps(old)})
+    upgrade(engine)
+    assert current_revision(engine) == head_revision()
+    [moved] = retirements.pending(engine)
+    assert (moved.catalog_key, moved.token, moved.locations) == ("/c1.2026", 7, ("hive:127.0.0.1:1", "id:one"))
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT name FROM gm_server_setting")).scalars().all() == ["sqlite_catalog_root"]
+    retirements.record(engine, "/c1.2026", 9, "m.h", "hive", {}, ["hive:127.0.0.1:2", "id:two"])  # another engine
+    retirements.record(engine, "/c1.2026", 5, "m.h", "hive", {}, ["id:one", "hive:127.0.0.1:3"])  # lower: kept 7
+    assert sorted((r.token, r.locations[-1]) for r in retirements.pending(engine)) == [(7, "id:one"), (9, "id:two")]
+    first = next(r for r in retirements.pending(engine) if r.token == 7)
+    retirements.record(engine, "/c1.2026", 11, "m.h", "hive", {}, ["id:one"])  # raised while being delivered
+    assert not retirements.delivered(engine, first), "a raised record was deleted as delivered"
+    assert sorted(r.token for r in retirements.pending(engine)) == [9, 11]
+    downgrade(engine, "0021")
+    assert "gm_retirement" not in set(sa_inspect(engine).get_table_names())
+    with engine.connect() as conn:
+        [value] = conn.execute(text("SELECT value FROM gm_server_setting WHERE name = 'retire /c1.2026'")).scalars()
+    assert json.loads(value)["token"] == 11
+    upgrade(engine)
+    assert [r.token for r in retirements.pending(engine)] == [11]
