@@ -1,0 +1,159 @@
+"""What the two JDBC providers share: their properties and settings, the pool, each call's time budget,
+the engine's locations, and the checks of a table that neither engine can hold.
+
+Every call ends by its deadline: the fence's (what the caller may still trust of its claim) or, for a
+call without one (the distributed lock off, or a read), CALL_TIMEOUT_S from its start. The waits of the
+call (a free connection, each statement, each lock) are bounded by what is left of it, so a call
+cannot change the engine later than CALL_TIMEOUT_S plus the engines' one-second granularity after it
+was sent (call_window_s).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import time
+
+from connectors.base import CatalogContext, Connector, Fence
+from connectors.jdbc import settings as jdbc_settings
+from connectors.jdbc.pool import Pool
+from connectors.jdbc.sqltext import NameRules
+from connectors.properties import CatalogProperties
+from gravimeta import errors
+from gravimeta.entities import Table
+from gravimeta.failpoints import disabled_for_test
+
+#: the longest a call without a deadline may take
+CALL_TIMEOUT_S = 30.0
+#: what the engines round their timeouts to (MySQL's lock and session timeouts are whole seconds)
+GRANULARITY_S = 1.0
+
+
+class Deadline:
+    """When a call must have ended; `left()` what remains (StaleFence once a claim's deadline passed,
+    EngineUnreachable once the budget of a call without a claim did: in both cases nothing is sent)."""
+
+    def __init__(self, fence: Fence):
+        self.fence = fence
+        self.at = time.monotonic() + fence.timeout(CALL_TIMEOUT_S)
+
+    def left(self) -> float:
+        left = self.at - time.monotonic()
+        if left <= 0:
+            if self.fence.deadline is not None:
+                self.fence.timeout(0)  # raises StaleFence
+            raise errors.EngineUnreachable(f"The engine call ran out of its {CALL_TIMEOUT_S:g}s; nothing more was sent")
+        return left
+
+    def left_ms(self) -> int:
+        return max(1, int(self.left() * 1000))
+
+
+class JdbcConnector(Connector):
+    """The parts of jdbc-postgresql and jdbc-mysql that do not depend on the engine."""
+
+    kind = ""  # 'postgresql' or 'mysql'
+    engine_name = ""  # how messages name the engine
+    names: NameRules
+    checks_fences = True
+    supports_purge = False  # Gravitino: "... does not support purge table in Gravitino, please use drop table"
+
+    def __init__(self, context: CatalogContext):
+        super().__init__(context)
+        self.validate_properties(self.context.properties)
+        self.settings = jdbc_settings.settings(self.kind, self.context.properties)
+        self.pool = Pool(self.settings, lambda exc, phase, what: self.translate(exc, phase, what), self.driver_errors())
+
+    @classmethod
+    def driver_errors(cls) -> tuple[type[Exception], ...]:
+        raise NotImplementedError
+
+    def translate(self, exc: Exception, phase: object, what: str) -> errors.GravitinoError:
+        raise NotImplementedError
+
+    @classmethod
+    def validate_properties(cls, properties: dict[str, str]) -> None:
+        cls.catalog_properties.validate_create(properties)
+        jdbc_settings.settings(cls.kind, properties)
+
+    @classmethod
+    def validate_property_changes(cls, upserts: dict[str, str], deletes: list[str], after: dict[str, str]) -> None:
+        cls.catalog_properties.validate_alter(upserts, deletes, after)
+        jdbc_settings.settings(cls.kind, after)
+
+    @property
+    def where(self) -> str:
+        return self.settings.where()
+
+    def label(self) -> str:
+        """The engine as messages name it."""
+        return f"{self.engine_name} at {self.where}"
+
+    def engine_locations(self) -> frozenset[str]:
+        """Each host by name and by every address it resolves to (loopback as one), with the database for
+        PostgreSQL (a MySQL catalog spans the server), and the identity once known."""
+        suffix = f"/{self.settings.database}" if self.settings.database else ""
+        places = {f"{self.kind}:{place}{suffix}" for host, port in self.settings.target.hosts
+                  for place in host_places(host, port)}
+        return frozenset(places) | self.identity_locations()
+
+    def call_window_s(self) -> float:
+        """A call without a claim ends within CALL_TIMEOUT_S on its side; the engine may round its last
+        wait up to the next second."""
+        return CALL_TIMEOUT_S + GRANULARITY_S
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def _no_such_schema(self, schema: str) -> errors.NoSuchSchema:
+        return errors.NoSuchSchema(f"Schema {schema} does not exist in {self.label()}")
+
+    def _no_such_table(self, schema: str, table: str) -> errors.NoSuchTable:
+        return errors.NoSuchTable(f"Table {schema}.{table} does not exist in {self.label()}")
+
+    def check_new_names(self, table: Table, columns: list[str] | None = None) -> None:
+        """Gravitino's name rules for a new table (or the new columns of an alter)."""
+        if columns is None:
+            self.names.check("TABLE", table.name)
+            columns = [c.name for c in table.columns]
+        for name in columns:
+            self.names.check("COLUMN", name)
+
+    def check_layout(self, table: Table) -> None:
+        """What neither engine holds: partitioning, a distribution, sort orders (JdbcCatalogOperations and
+        the table operations' generateCreateTableSql)."""
+        if table.partitioning:
+            raise errors.UnsupportedOperation(f"Currently we do not support Partitioning in {self.engine_name.lower()}")
+        distribution = table.distribution or {}
+        if distribution and (distribution.get("strategy", "none").lower() != "none" or distribution.get("number")
+                             or distribution.get("funcArgs")):
+            raise errors.IllegalArgument(f"{self.engine_name} does not support distribution")
+        if table.sort_orders:
+            raise errors.IllegalArgument(f"The current JDBC connector: {self.engine_name} does not support sort orders")
+
+
+def catalog_properties(kind: str, *extra: jdbc_settings.PropertyEntry) -> CatalogProperties:
+    return CatalogProperties((*jdbc_settings.entries(kind), *extra))
+
+
+def host_places(host: str, port: int) -> set[str]:
+    """'<host>:<port>' with the host in lower case, and '<address>:<port>' for each address it resolves to
+    now, every loopback or unspecified address as 'loopback'."""
+    name = host.strip("[]").lower()
+    places = {f"{name}:{port}"}
+    if disabled_for_test("endpoint_addresses"):  # TEST-ONLY: as written
+        return places
+    try:
+        found = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return places
+    for *_, sockaddr in found:
+        try:
+            address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
+        except ValueError:
+            continue
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        places.add(f"{'loopback' if address.is_loopback or address.is_unspecified else address}:{port}")
+    return places
+
