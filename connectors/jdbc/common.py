@@ -25,8 +25,9 @@ from gravimeta.failpoints import disabled_for_test
 
 #: the longest a call without a deadline may take
 CALL_TIMEOUT_S = 30.0
-#: what the engines round their timeouts to (MySQL's lock and session timeouts are whole seconds)
-GRANULARITY_S = 1.0
+#: how far past its deadline an engine may still end a call's last wait: MySQL counts its lock and
+#: session timeouts in whole seconds, and stops a statement half a second after its lock waits
+GRANULARITY_S = 1.5
 
 
 class Deadline:
@@ -98,8 +99,8 @@ class JdbcConnector(Connector):
         return frozenset(places) | self.identity_locations()
 
     def call_window_s(self) -> float:
-        """A call without a claim ends within CALL_TIMEOUT_S on its side; the engine may round its last
-        wait up to the next second."""
+        """A call without a claim ends within CALL_TIMEOUT_S on its side; the engine may end its last wait
+        up to GRANULARITY_S later."""
         return CALL_TIMEOUT_S + GRANULARITY_S
 
     def close(self) -> None:

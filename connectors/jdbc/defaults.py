@@ -11,8 +11,10 @@ default value"): its text would go into DDL as it is.
 From the engine: no default is a null literal for a nullable column and "not set" otherwise; NULL the
 null literal; a literal of the column's type its typed literal (values printed as Java prints them:
 2021-10-01T00:00, 1.0E10); CURRENT_TIMESTAMP the function; anything else an unparsed expression with the
-engine's text. Two fixes on Gravitino: a PostgreSQL string's doubled quotes are read as one, and
-MariaDB's quoted literals (information_schema quotes them, MySQL does not) are read without their quotes.
+engine's text. Three fixes on Gravitino: a PostgreSQL default is a typed literal only when it is all of
+one ('x'::type; Gravitino also takes the first quoted value inside a function call, so abs(-4) read
+as the literal -4), a PostgreSQL string's doubled quotes are read as one, and MariaDB's quoted literals
+(information_schema quotes them, MySQL does not) are read without their quotes.
 """
 
 from __future__ import annotations
@@ -185,7 +187,7 @@ def typed_literal(data_type: Any, text: str) -> dict[str, Any]:
 # ------------------------------------------------------------------ what the engine says
 
 
-_PG_TYPED = re.compile(r"'(.+?)'::\s*(.+)", re.S)
+_PG_TYPED = re.compile(r"'(.*)'::\s*([\w .\[\]()\"]+)", re.S)
 
 
 def from_postgresql(text: str | None, column_type: Any, generated: bool, nullable: bool) -> Any:
@@ -194,7 +196,7 @@ def from_postgresql(text: str | None, column_type: Any, generated: bool, nullabl
         return NULL_LITERAL if nullable else None
     if generated:
         return unparsed(text)
-    match = _PG_TYPED.search(text)
+    match = _PG_TYPED.fullmatch(text)
     value = match.group(1).replace("''", "'") if match else text
     if value.startswith("NULL::"):
         return NULL_LITERAL

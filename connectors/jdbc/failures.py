@@ -11,9 +11,11 @@ to have changed nothing depends on where the call was (`Phase`):
               COMMIT (the server rolls it back, also when the connection breaks), a MySQL call before its
               DDL was sent. A refusal is its 4xx; a timeout, a busy lock or a lost connection is
               EngineUnreachable (nothing was changed)
-  APPLYING    the change was sent (a MySQL DDL, a PostgreSQL COMMIT): a refusal the server answered is
-              still a refusal (PostgreSQL's COMMIT refuses nothing here; MySQL DDL is atomic), but a
-              timeout or a lost connection is ConnectionFailed: the change may or may not have been applied
+  APPLYING    the change was sent (a MySQL DDL, a PostgreSQL COMMIT). MySQL's DDL is one atomic statement
+              (MariaDB 10.6+, MySQL 8.0), so a refusal the server answers for it, or a lock wait that
+              timed out before it started, still means nothing was changed; a statement timeout (a
+              DROP DATABASE is a loop of atomic drops), a lost connection, or any failure of a
+              PostgreSQL COMMIT is ConnectionFailed: the change may or may not have been applied
 """
 
 from __future__ import annotations
@@ -29,15 +31,11 @@ class Phase(enum.Enum):
     APPLYING = "applying the change"
 
 
-class BadAnswer(errors.ConnectionFailed):
-    """The database answered, but not with anything gravimeta can use (HTTP 502)."""
-
-
 # PostgreSQL SQLSTATEs (Appendix A of its manual)
 _PG_EXACT: dict[str, type[errors.GravitinoError]] = {
     "42P04": errors.SchemaAlreadyExists, "42P06": errors.SchemaAlreadyExists, "42P07": errors.TableAlreadyExists,
     "3F000": errors.NoSuchSchema, "42P01": errors.NoSuchTable, "42501": errors.Forbidden,
-    "2BP01": errors.NonEmptySchema,
+    "2BP01": errors.NonEmptySchema, "55000": errors.IllegalArgument,
 }
 #: classes of refusals: data (22), integrity (23), dependencies (2B), syntax or access (42), limits (54)
 _PG_REFUSALS = ("22", "23", "2B", "42", "54")
@@ -82,6 +80,8 @@ _MY_REFUSALS = frozenset({
 })
 #: the server did not get to it (lock waits, timeouts, deadlocks, too many connections, interrupted)
 _MY_BUSY = frozenset({1040, 1203, 1205, 1213, 1317, 1969, 3024, 3572})
+#: busy before a DDL could start: a lock wait timed out (the statement takes its metadata lock first)
+_MY_NOT_STARTED = frozenset({1205})
 #: no usable connection (cannot connect, access denied at login, gone away, lost)
 _MY_UNREACHABLE = frozenset({1045, 1053, 1129, 1130, 2002, 2003, 2005, 2006, 2013, 2055})
 
@@ -95,9 +95,9 @@ def mysql(exc: Exception, phase: Phase, what: str, where: str) -> errors.Graviti
         return _MY_EXACT[code](message)
     if code in _MY_REFUSALS:
         return errors.IllegalArgument(message)
-    if phase is Phase.CONNECTING or (phase is Phase.BEFORE and (code in _MY_BUSY or code in _MY_UNREACHABLE)):
+    if phase is Phase.CONNECTING or (phase is Phase.BEFORE and code in _MY_UNREACHABLE):
         return errors.EngineUnreachable(f"Cannot use MySQL at {where} for {what}: {text}; nothing was changed")
-    if phase is Phase.BEFORE:
+    if phase is Phase.BEFORE or code in _MY_NOT_STARTED:
         return errors.EngineUnreachable(f"MySQL at {where} did not run {what} ({text}); nothing was changed")
     return errors.ConnectionFailed(f"MySQL at {where} did not finish {what} ({text}); the change may or may not "
                                    "have been applied")

@@ -31,6 +31,8 @@ from gravimeta import errors, failpoints
 from gravimeta.entities import Schema, Table
 
 FENCE_KEY = "gravimeta.fence-database"
+#: how long after its lock waits' end a statement is stopped
+STATEMENT_SLACK_S = 0.5
 
 
 def _fence_database(value: str) -> str:
@@ -47,13 +49,17 @@ class Call:
         self.quoting = Quoting(my_ident, lambda text: conn.escape(text))
 
     def limits(self) -> None:
-        """The session's timeouts from what is left of the call."""
+        """The session's timeouts from what is left of the call. The statement limit comes half a second
+        after the lock waits', so that a statement still waiting for its lock ends by the lock wait's
+        error (it did not start: nothing was changed) rather than by the statement limit's (which may
+        also stop a statement half through)."""
         left = self.deadline.left()
         whole = max(1, math.ceil(left))
         settings = [f"lock_wait_timeout = {whole}", f"innodb_lock_wait_timeout = {whole}"]
         if not failpoints.disabled_for_test("jdbc_session_timeout"):  # TEST-ONLY when off: the server's own
             settings.append(f"wait_timeout = {whole}")
-        settings.append(f"max_statement_time = {left:.3f}" if self.mariadb else f"max_execution_time = {int(left * 1000)}")
+        limit = whole + STATEMENT_SLACK_S
+        settings.append(f"max_statement_time = {limit:.3f}" if self.mariadb else f"max_execution_time = {int(limit * 1000)}")
         self.cur.execute("SET SESSION " + ", ".join(settings))
 
     def apply(self, statement: str) -> None:

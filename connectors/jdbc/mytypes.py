@@ -8,7 +8,8 @@ its catalog string. Any other type is refused ("Couldn't convert ...").
 From MySQL (toGravitino), from information_schema.COLUMNS as Connector/J 8.0.16+ reports it: bit(1)
 boolean and wider bits binary, the integer types with `unsigned`, float, double, date, time(p),
 timestamp(p) timestamp_tz(p), datetime(p) timestamp(p), decimal(p,s), varchar(n), char(n), text string,
-binary; any other type is an external type named as Connector/J names it (upper case, UNSIGNED).
+binary, tinyint(1) boolean (Connector/J's BIT for it); any other type is an external type named as
+Connector/J names it (upper case, UNSIGNED).
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ def from_mysql(data_type: str, column_type: str, length: int | None, precision: 
     unsigned = " unsigned" in f" {column_type.lower()} "
     if name == "bit":
         return "boolean" if precision in (None, 1) else "binary"
+    if name == "tinyint" and column_type.lower().startswith("tinyint(1)") and not unsigned:
+        return "boolean"  # Connector/J reports tinyint(1) as BIT (its tinyInt1isBit default), read as boolean
     if name in _FROM_INTEGERS:
         return _FROM_INTEGERS[name] + (" unsigned" if unsigned else "")
     if name in ("float", "double", "date"):
@@ -76,13 +79,25 @@ def from_mysql(data_type: str, column_type: str, length: int | None, precision: 
     return {"type": "external", "catalogString": name.upper() + (" UNSIGNED" if unsigned else "")}
 
 
+_DECLARED = re.compile(r"^\s*([A-Za-z]+)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?(.*)$")
+
+
 def described(t: Any) -> Any:
     """How MySQL describes a column gravimeta declared with type `t`: time and timestamps without a
-    precision read back with precision 0 (MySQL's default); a type it cannot declare is returned as it is."""
+    precision read back with precision 0 (MySQL's default), an external type as MySQL reads its
+    declaration back; a type it cannot declare is returned as it is."""
     try:
-        to_mysql(t)
+        declared = to_mysql(t)
     except errors.IllegalArgument:
         return t
     if t in ("time", "timestamp", "timestamp_tz"):
         return f"{t}(0)"
+    if isinstance(t, dict):
+        match = _DECLARED.match(declared)
+        if match is None:
+            return t
+        name, first, second, rest = match.groups()
+        size = int(first) if first else None
+        return from_mysql(name, declared, size, size if name.lower() != "bit" or size else 1,
+                          int(second) if second else (0 if first else None), size or 0)
     return t

@@ -107,6 +107,7 @@ def _renames(alter: str, renames: list[tuple[str, str]]) -> list[str]:
 def _column_changes(alter: str, target: str, change: ColumnChange) -> list[str]:
     column, after = f"ALTER COLUMN {pg_ident(change.after.name)} ", change.after
     out = []
+    identity = change.engine.auto_increment if change.engine is not None else change.before.auto_increment
     if change.auto_increment_changed and not after.auto_increment:
         out.append(alter + column + "DROP IDENTITY IF EXISTS")
     if change.type_changed:
@@ -118,7 +119,7 @@ def _column_changes(alter: str, target: str, change: ColumnChange) -> list[str]:
     if change.default_changed:
         default = defaults.to_sql(after.default_value, Q)
         out.append(alter + column + ("DROP DEFAULT" if default is None else f"SET DEFAULT {default}"))
-    if change.auto_increment_changed and after.auto_increment:
+    if change.auto_increment_changed and after.auto_increment and not identity:  # not twice: not idempotent
         if not pgtypes.auto_increment_allowed(after.type):
             raise errors.IllegalArgument(f"Unsupported auto-increment , column: {after.name}, type: "
                                          f"{pgtypes.simple_string(after.type)}")

@@ -37,6 +37,7 @@ class ColumnChange:
     after: Column
     before: Column
     renamed: bool
+    engine: Column | None = None  # the engine's column now (under engine_name)
 
     @property
     def type_changed(self) -> bool:
@@ -105,7 +106,8 @@ def plan(before: Table, after: Table, current: Table) -> AlterPlan:
                 result.adds.append(column)
             continue
         engine_name = old_name if old_name in renamed_in_engine else column.name
-        result.changes.append(ColumnChange(engine_name, column, old, old_name != column.name))
+        result.changes.append(ColumnChange(engine_name, column, old, old_name != column.name,
+                                           current.column(engine_name)))
     # the order: the engine's columns once dropped, renamed and added to, against after's
     added = {c.name for c in result.adds}
     natural = [renamed_in_engine.get(n, n) for n in engine_names if n not in result.drops]
