@@ -49,6 +49,13 @@ class Deadline:
     def left_ms(self) -> int:
         return max(1, int(self.left() * 1000))
 
+    def left_now(self) -> float:
+        """`left()` for a statement of a call already under way: each is looked at again, so that a
+        holder paused between two statements sends nothing more once its claim has run out."""
+        if disabled_for_test("jdbc_statement_deadline"):  # TEST-ONLY: no look after the first
+            return max(self.at - time.monotonic(), 0.001)
+        return self.left()
+
 
 class JdbcConnector(Connector):
     """The parts of jdbc-postgresql and jdbc-mysql that do not depend on the engine."""

@@ -83,8 +83,10 @@ def check_and_record(cur: Any, database: str, fence: Fence, engine: str) -> None
     keys = [*ancestors(fence.key), fence.key]
     cur.execute("BEGIN")
     try:
+        # no locking read: the named lock orders the calls of this catalog, and other catalogs' keys are
+        # other rows (a FOR UPDATE over the range would take gap locks, and deadlock with their inserts)
         cur.execute(f"SELECT CAST(scope AS CHAR CHARACTER SET utf8mb4), fence FROM {table} WHERE scope IN "
-                    f"({', '.join(['%s'] * len(keys))}) OR (scope >= %s AND scope < %s) FOR UPDATE",
+                    f"({', '.join(['%s'] * len(keys))}) OR (scope >= %s AND scope < %s)",
                     (*keys, fence.key + "/", fence.key + "0"))
         highest = highest_conflicting([(str(k), int(f)) for k, f in cur.fetchall()], fence)
         if highest is not None:

@@ -48,12 +48,13 @@ class Call:
         self.phase = Phase.BEFORE
         self.quoting = Quoting(my_ident, lambda text: conn.escape(text))
 
-    def limits(self) -> None:
-        """The session's timeouts from what is left of the call. The statement limit comes half a second
+    def limits(self, left: float | None = None) -> None:
+        """The session's timeouts from what is left of the call (`left`: as it was when the call last
+        looked; now by default). The statement limit comes half a second
         after the lock waits', so that a statement still waiting for its lock ends by the lock wait's
         error (it did not start: nothing was changed) rather than by the statement limit's (which may
         also stop a statement half through)."""
-        left = self.deadline.left()
+        left = self.deadline.left_now() if left is None else left
         whole = max(1, math.ceil(left))
         settings = [f"lock_wait_timeout = {whole}", f"innodb_lock_wait_timeout = {whole}"]
         if not failpoints.disabled_for_test("jdbc_session_timeout"):  # TEST-ONLY when off: the server's own
@@ -99,19 +100,20 @@ class MySQLConnector(JdbcConnector):
             cur = conn.cursor()
             call, locked = None, False
             try:
-                deadline.left()
                 call = Call(conn, cur, deadline, self._is_mariadb(cur))
-                call.limits()
-                if fenced:
+                left = deadline.left()  # the last look at the deadline before the fence check
+                if fenced:  # a holder paused here sends what follows late: the fence check must refuse it
                     failpoints.hit("jdbc.before_begin", catalog=self.context.catalog, scope=fence.key,
                                    fence=fence.token)
+                call.limits(left)
                 if fenced and fence.token is not None:
-                    cur.execute("SELECT GET_LOCK(%s, %s)", (myfences.lock_name(fence.key), deadline.left()))
-                    if cur.fetchone()[0] != 1:
-                        raise errors.EngineUnreachable(
-                            f"{self.label()} is busy with another call of catalog {self.context.catalog} "
-                            f"(its named lock was not free in time); nothing was sent for {what}")
-                    locked = True
+                    if not failpoints.disabled_for_test("jdbc_named_lock"):  # TEST-ONLY when off: the check alone
+                        cur.execute("SELECT GET_LOCK(%s, %s)", (myfences.lock_name(fence.key), left))
+                        if cur.fetchone()[0] != 1:
+                            raise errors.EngineUnreachable(
+                                f"{self.label()} is busy with another call of catalog {self.context.catalog} "
+                                f"(its named lock was not free in time); nothing was sent for {what}")
+                        locked = True
                     self._check_fence(cur, fence)
                     failpoints.hit("jdbc.after_check", catalog=self.context.catalog, scope=fence.key,
                                    fence=fence.token)

@@ -44,14 +44,15 @@ class Transaction:
     def __init__(self, cur: Any, deadline: Deadline):
         self.cur, self.deadline = cur, deadline
 
-    def limits(self) -> None:
-        left = str(self.deadline.left_ms())
+    def limits(self, left_ms: int) -> None:
+        """The transaction's timeouts: `left_ms`, what was left of the call when it last looked."""
+        left = str(left_ms)
         idle = "0" if failpoints.disabled_for_test("jdbc_session_timeout") else left  # TEST-ONLY when off: none
         self.cur.execute("SELECT set_config('statement_timeout', %s, true), set_config('lock_timeout', %s, true), "
                          "set_config('idle_in_transaction_session_timeout', %s, true)", (left, left, idle))
 
     def run(self, statement: str, params: Any = None) -> None:
-        left = str(self.deadline.left_ms())
+        left = str(max(1, int(self.deadline.left_now() * 1000)))
         self.cur.execute("SELECT set_config('statement_timeout', %s, true), set_config('lock_timeout', %s, true)",
                          (left, left))
         self.cur.execute(statement, params)
@@ -81,15 +82,15 @@ class PostgreSQLConnector(JdbcConnector):
         with self.pool.raw(deadline.at, what) as conn:
             phase, committed = Phase.BEFORE, False
             try:
-                deadline.left()
-                if fenced:
+                left = deadline.left_ms()  # the last look at the deadline before the fence check
+                if fenced:  # a holder paused here sends what follows late: the fence check must refuse it
                     failpoints.hit("jdbc.before_begin", catalog=self.context.catalog, scope=fence.key,
                                    fence=fence.token)
                 cur = conn.cursor()
                 if read_only:
                     cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 tx = Transaction(cur, deadline)
-                tx.limits()
+                tx.limits(left)
                 if fenced:
                     self._check_fence(tx, fence)
                 yield tx
