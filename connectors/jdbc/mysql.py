@@ -299,7 +299,8 @@ class MySQLConnector(JdbcConnector):
             current = self._describe(call, schema, after.name)
             if current is None:
                 raise self._no_such_table(schema, after.name)
-            statement = myddl.alter_table(schema, after.name, plan(before, after, current.table), current, call.quoting)
+            statement = myddl.alter_table(schema, after.name, plan(before, after, current.table, mytypes.described),
+                                          current, call.quoting)
             if statement is not None:
                 call.apply(statement)
 

@@ -1,9 +1,13 @@
 """What an alter changes in a JDBC engine's table, worked out from the two table states the SPI passes.
 
 Connector.alter_table receives the table before and after (not Gravitino's list of TableChanges), so the
-changes are found by comparing them: a column renamed is recognised as in the sqlite connector
-(connectors/sqlite/alter.py infer_renames: an unmatched old and new column in the same slot with every
-other attribute equal), the other differences per column and per index. The engine's own description
+changes are found by comparing them. Columns are paired by their store ids, which a column keeps across
+renames and alters and which travel in the journal's intents: a column of `after` with the id of one of
+`before` is that column (renamed when its name differs), one without is added, one of `before` whose id
+is gone is dropped. So a rename with a retype in the same request is a rename, and two columns can
+trade names. Only tables without ids (made by hand, not from the store) fall back to the sqlite
+connector's guess (connectors/sqlite/alter.py infer_renames: an unmatched old and new column in the same
+slot with every other attribute equal). Then the differences per column and per index. The engine's own description
 of the table (`current`) decides what is left to do, so that a repeated alter does nothing again: a
 rename whose new name the engine already has, a drop of a column it no longer has, an add of one it has.
 Attribute changes (type, nullability, default, comment, auto-increment) are applied whenever before
@@ -14,6 +18,7 @@ The same comparison serves the journal's undo, which passes the two states the o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,28 +91,52 @@ class AlterPlan:
                     or self.order or self.index_drops or self.index_adds or self.comment[0])
 
 
-def plan(before: Table, after: Table, current: Table) -> AlterPlan:
-    """The changes that make the engine's table `current` (which should be `before`) look like `after`."""
-    engine_names = [c.name for c in current.columns]
+def pairs(before: Table, after: Table) -> list[tuple[Column | None, Column]]:
+    """(the column of `before` it was, or None when added; the column of `after`), in after's order."""
+    if before.columns and all(c.id is not None for c in before.columns):
+        by_id = {c.id: c for c in before.columns}
+        return [(by_id.get(c.id) if c.id is not None else None, c) for c in after.columns]
     renames = infer_renames(before, after) if [c.name for c in before.columns] != [c.name for c in after.columns] else {}
     source = {new: old for old, new in renames.items()}
-    result = AlterPlan()
-    for old_name, new_name in renames.items():
-        if old_name in engine_names and new_name not in engine_names:
-            result.renames.append((old_name, new_name))
-    kept = {source.get(c.name, c.name) for c in after.columns if before.column(source.get(c.name, c.name))}
-    result.drops = [c.name for c in before.columns if c.name not in kept and c.name in engine_names]
-    renamed_in_engine = dict(result.renames)
+    found = []
     for column in after.columns:
-        old_name = source.get(column.name, column.name)
-        old = before.column(old_name)
-        if old is None or (old_name in renames and renames[old_name] != column.name):
-            if column.name not in engine_names or column.name in result.drops:
+        old = before.column(source.get(column.name, column.name))
+        if old is not None and old.name in renames and renames[old.name] != column.name:
+            old = None  # its name went to another column: this one is new
+        found.append((old, column))
+    return found
+
+
+def plan(before: Table, after: Table, current: Table,
+         described: Callable[[Any], Any] = lambda t: t) -> AlterPlan:
+    """The changes that make the engine's table `current` (which should be `before`) look like `after`.
+    `described`: how the engine reports a type gravimeta writes (for columns that trade names)."""
+    engine_names = [c.name for c in current.columns]
+    paired = pairs(before, after)
+    kept = {old.name for old, _ in paired if old is not None}
+    result = AlterPlan()
+    result.drops = [c.name for c in before.columns if c.name not in kept and c.name in engine_names]
+    sources = {old.name for old, column in paired if old is not None and old.name != column.name}
+    for old, column in paired:
+        if old is None or old.name == column.name or old.name not in engine_names:
+            continue  # not renamed, or renamed already (the engine has no column of the old name)
+        if column.name in sources:  # names traded: renamed while the engine's column of the old name is the old one
+            engine = current.column(old.name)  # (by its type: two columns of one type that traded look alike,
+            if engine is not None and engine.type != described(old.type):  # and the repair never repeats those)
+                continue
+        elif column.name in engine_names and column.name not in result.drops:
+            continue  # the new name is the column's already
+        result.renames.append((old.name, column.name))
+    renamed_in_engine = dict(result.renames)
+    for old, column in paired:
+        if old is None:
+            if column.name not in engine_names or column.name in result.drops or column.name in renamed_in_engine:
                 result.adds.append(column)
             continue
-        engine_name = old_name if old_name in renamed_in_engine else column.name
-        result.changes.append(ColumnChange(engine_name, column, old, old_name != column.name,
+        engine_name = old.name if old.name in renamed_in_engine else column.name
+        result.changes.append(ColumnChange(engine_name, column, old, old.name != column.name,
                                            current.column(engine_name)))
+    renames = {old.name: column.name for old, column in paired if old is not None and old.name != column.name}
     # the order: the engine's columns once dropped, renamed and added to, against after's
     added = {c.name for c in result.adds}
     natural = [renamed_in_engine.get(n, n) for n in engine_names if n not in result.drops]

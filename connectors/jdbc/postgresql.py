@@ -295,7 +295,7 @@ class PostgreSQLConnector(JdbcConnector):
             if oid is None:
                 raise self._no_such_table(schema, after.name)
             current = pgdescribe.describe(tx.cur, oid, after.name)
-            steps = plan(before, after, current.table)
+            steps = plan(before, after, current.table, pgtypes.described)
             for statement in pgddl.alter_table(schema, after.name, steps, current.constraints):
                 tx.run(statement)
 

@@ -51,12 +51,21 @@ def target(provider: str, tmp_path: Path) -> Iterator[dict[str, str]]:
 
 def drop_mysql_databases(suffix: str) -> None:
     """Drop every database of the MariaDB server whose name ends with `suffix` (a test's schemas)."""
+    _drop_mysql_databases(lambda name: name.endswith(suffix))
+
+
+def drop_mysql_databases_tagged(tag: str) -> None:
+    """Drop every database of the MariaDB server whose name holds `tag` (a test session's schemas)."""
+    _drop_mysql_databases(lambda name: tag in name)
+
+
+def _drop_mysql_databases(chosen) -> None:  # noqa: ANN001
     admin = create_engine(MYSQL_ADMIN_URL, isolation_level="AUTOCOMMIT", poolclass=NullPool)
     try:
         with admin.connect() as conn:
             names = [row[0] for row in conn.execute(text("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA"))]
             for name in names:
-                if name.endswith(suffix):
+                if chosen(name) and not name.startswith("gm_test_"):
                     conn.execute(text(f"DROP DATABASE `{name.replace('`', '``')}`"))
     finally:
         admin.dispose()
