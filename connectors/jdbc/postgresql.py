@@ -52,9 +52,9 @@ class Transaction:
                          "set_config('idle_in_transaction_session_timeout', %s, true)", (left, left, idle))
 
     def run(self, statement: str, params: Any = None) -> None:
-        left = str(max(1, int(self.deadline.left_now() * 1000)))
-        self.cur.execute("SELECT set_config('statement_timeout', %s, true), set_config('lock_timeout', %s, true)",
-                         (left, left))
+        """One statement, with the timeouts (the idle one too) of what is left of the call now, so that a
+        holder paused after it keeps its locks no longer than its claim."""
+        self.limits(max(1, int(self.deadline.left_now() * 1000)))
         self.cur.execute(statement, params)
 
 
