@@ -13,6 +13,8 @@ from __future__ import annotations
 import ipaddress
 import socket
 import time
+from dataclasses import replace
+from typing import Any
 
 from connectors.base import CatalogContext, Connector, Fence
 from connectors.jdbc import settings as jdbc_settings
@@ -20,7 +22,7 @@ from connectors.jdbc.pool import Pool
 from connectors.jdbc.sqltext import NameRules
 from connectors.properties import CatalogProperties
 from gravimeta import errors
-from gravimeta.entities import Table
+from gravimeta.entities import Column, Table
 from gravimeta.failpoints import disabled_for_test
 
 #: the longest a call without a deadline may take
@@ -138,6 +140,28 @@ class JdbcConnector(Connector):
             raise errors.IllegalArgument(f"{self.engine_name} does not support distribution")
         if table.sort_orders:
             raise errors.IllegalArgument(f"The current JDBC connector: {self.engine_name} does not support sort orders")
+
+
+def as_checked(table: Table) -> Table:
+    """`table` for Connector.check_table, which also sees an alter's result: a column the engine made may
+    have a type only it can name (external) or a default only it can write (unparsed), which no alter
+    writes again unless it changes them (and then the alter's own call refuses what it cannot write).
+    So those are checked as a plain column would be; a create's call checks everything."""
+    def plain(column: Column) -> Column:
+        kind = column.type
+        if _has_external(kind):
+            kind = "long" if column.auto_increment else "string"
+        default = None if isinstance(column.default_value, dict) and column.default_value.get("type") == "unparsed" \
+            else column.default_value
+        return replace(column, type=kind, default_value=default)
+
+    return replace(table, columns=[plain(c) for c in table.columns])
+
+
+def _has_external(kind: Any) -> bool:
+    if isinstance(kind, dict):
+        return kind.get("type") == "external" or any(_has_external(v) for v in kind.values() if isinstance(v, dict))
+    return False
 
 
 def catalog_properties(kind: str, *extra: jdbc_settings.PropertyEntry) -> CatalogProperties:

@@ -22,7 +22,7 @@ import pymysql
 
 from connectors.base import NO_FENCE, CatalogContext, Fence
 from connectors.jdbc import failures, myddl, mydescribe, myfences, mytypes
-from connectors.jdbc.common import Deadline, JdbcConnector, catalog_properties
+from connectors.jdbc.common import Deadline, JdbcConnector, as_checked, catalog_properties
 from connectors.jdbc.failures import Phase
 from connectors.jdbc.plan import plan
 from connectors.jdbc.sqltext import MYSQL_NAMES, Quoting, my_ident
@@ -246,11 +246,12 @@ class MySQLConnector(JdbcConnector):
 
     def check_table(self, table: Table) -> None:
         self.check_layout(table)
-        myddl.create_table("s", table, Quoting(my_ident, _quote))
+        myddl.create_table("s", as_checked(table), Quoting(my_ident, _quote))
 
     def create_table(self, schema: str, table: Table, *, fence: Fence = NO_FENCE) -> None:
         self.check_new_names(table)
         self.check_table(table)
+        myddl.create_table(schema, table, Quoting(my_ident, _quote))  # all of it, before anything is sent
         with self._session(fence, f"the creation of table {schema}.{table.name}") as call:
             self._schema(call, schema)
             existing = self._describe(call, schema, table.name)

@@ -24,7 +24,7 @@ import psycopg
 
 from connectors.base import NO_FENCE, Fence
 from connectors.jdbc import failures, pgddl, pgdescribe, pgfences, pgtypes
-from connectors.jdbc.common import Deadline, JdbcConnector, catalog_properties
+from connectors.jdbc.common import Deadline, JdbcConnector, as_checked, catalog_properties
 from connectors.jdbc.failures import Phase
 from connectors.jdbc.plan import plan
 from connectors.jdbc.sqltext import PG_NAMES, pg_ident
@@ -231,7 +231,7 @@ class PostgreSQLConnector(JdbcConnector):
         self.check_layout(table)
         if table.properties:
             raise errors.IllegalArgument("Properties are not supported yet: PostgreSQL tables have no properties")
-        pgddl.create_table("s", table)
+        pgddl.create_table("s", as_checked(table))
 
     def create_table(self, schema: str, table: Table, *, fence: Fence = NO_FENCE) -> None:
         """CREATE TABLE with its comments; a table that already exists with the same columns is accepted."""
