@@ -10,14 +10,17 @@ was sent (call_window_s).
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from connectors.base import CatalogContext, Connector, Fence
 from connectors.jdbc import settings as jdbc_settings
+from connectors.jdbc.failures import Phase
 from connectors.jdbc.pool import Pool
 from connectors.jdbc.sqltext import NameRules
 from connectors.properties import CatalogProperties
@@ -72,14 +75,25 @@ class JdbcConnector(Connector):
         super().__init__(context)
         self.validate_properties(self.context.properties)
         self.settings = jdbc_settings.settings(self.kind, self.context.properties)
-        self.pool = Pool(self.settings, lambda exc, phase, what: self.translate(exc, phase, what), self.driver_errors())
+        # no reference back to the connector: a connector the cache replaces is freed (its pool closed) at once
+        self.pool = Pool(self.settings, functools.partial(type(self).error_of, where=self.settings.where()),
+                         self.driver_errors())
 
     @classmethod
     def driver_errors(cls) -> tuple[type[Exception], ...]:
         raise NotImplementedError
 
-    def translate(self, exc: Exception, phase: object, what: str) -> errors.GravitinoError:
-        raise NotImplementedError
+    #: failures.postgresql or failures.mysql: a driver error -> the Gravitino error
+    error_of: Callable[..., errors.GravitinoError]
+
+    def translate(self, exc: Exception, phase: Phase, what: str) -> errors.GravitinoError:
+        return type(self).error_of(exc, phase, what, self.where)
+
+    def test_connection(self) -> None:
+        """List the schemas; a pool made only for this probe is closed afterwards (the pre-create test
+        makes a connector of its own, which nothing closes)."""
+        with self.pool.probe():
+            self.list_schemas()
 
     @classmethod
     def validate_properties(cls, properties: dict[str, str]) -> None:

@@ -81,13 +81,11 @@ class MySQLConnector(JdbcConnector):
         self.fence_database = context.properties.get(FENCE_KEY, myfences.DEFAULT_DATABASE)
         self._mariadb: bool | None = None
 
+    error_of = staticmethod(failures.mysql)
+
     @classmethod
     def driver_errors(cls) -> tuple[type[Exception], ...]:
         return (pymysql.Error,)
-
-    def translate(self, exc: Exception, phase: object, what: str) -> errors.GravitinoError:
-        assert isinstance(phase, Phase)
-        return failures.mysql(exc, phase, what, self.where)
 
     # ---------------------------------------------------------------- sessions
 
@@ -170,9 +168,6 @@ class MySQLConnector(JdbcConnector):
     def fence_barrier(self, fence: Fence) -> None:
         with self._session(fence, "a fence barrier"):
             pass
-
-    def test_connection(self) -> None:
-        self.list_schemas()
 
     # ---------------------------------------------------------------- schemas
 

@@ -82,6 +82,17 @@ class Pool:
         finally:
             self._slots.release()
 
+    @contextmanager
+    def probe(self) -> Iterator[None]:
+        """A block after which the pool is closed again if it was made for it."""
+        with self._lock:
+            fresh = self._engine is None
+        try:
+            yield
+        finally:
+            if fresh:
+                self.close()
+
     def close(self) -> None:
         with self._lock:
             if self._engine is not None:

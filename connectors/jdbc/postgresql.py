@@ -62,13 +62,11 @@ class PostgreSQLConnector(JdbcConnector):
     kind, engine_name, names = "postgresql", "PostgreSQL", PG_NAMES
     catalog_properties = catalog_properties("postgresql")
 
+    error_of = staticmethod(failures.postgresql)
+
     @classmethod
     def driver_errors(cls) -> tuple[type[Exception], ...]:
         return (psycopg.Error,)
-
-    def translate(self, exc: Exception, phase: object, what: str) -> errors.GravitinoError:
-        assert isinstance(phase, Phase)
-        return failures.postgresql(exc, phase, what, self.where)
 
     # ---------------------------------------------------------------- transactions
 
@@ -151,9 +149,6 @@ class PostgreSQLConnector(JdbcConnector):
     def fence_barrier(self, fence: Fence) -> None:
         with self._transaction(fence, "a fence barrier"):
             pass
-
-    def test_connection(self) -> None:
-        self.list_schemas()
 
     # ---------------------------------------------------------------- schemas
 
