@@ -41,7 +41,6 @@ class ColumnChange:
     engine_name: str
     after: Column
     before: Column
-    renamed: bool
     engine: Column | None = None  # the engine's column now (under engine_name)
 
     @property
@@ -79,9 +78,6 @@ class AlterPlan:
     #: the columns in their new order (after's), when it differs from the engine's order after the drops,
     #: renames and adds at the end; None when the order stays
     order: list[str] | None = None
-    #: where the order changes although the kept columns keep their relative order: only added columns
-    #: that are not last
-    order_moves_kept: bool = False
     index_drops: list[IndexKey] = field(default_factory=list)  # as the engine has them (its names)
     index_adds: list[dict[str, Any]] = field(default_factory=list)
     comment: tuple[bool, str | None] = (False, None)
@@ -134,18 +130,14 @@ def plan(before: Table, after: Table, current: Table,
                 result.adds.append(column)
             continue
         engine_name = old.name if old.name in renamed_in_engine else column.name
-        result.changes.append(ColumnChange(engine_name, column, old, old.name != column.name,
-                                           current.column(engine_name)))
+        result.changes.append(ColumnChange(engine_name, column, old, current.column(engine_name)))
     renames = {old.name: column.name for old, column in paired if old is not None and old.name != column.name}
     # the order: the engine's columns once dropped, renamed and added to, against after's
-    added = {c.name for c in result.adds}
     natural = [renamed_in_engine.get(n, n) for n in engine_names if n not in result.drops]
     natural += [c.name for c in result.adds if c.name not in natural]
     wanted = [c.name for c in after.columns]
     if [n for n in natural if n in wanted] != wanted:
         result.order = wanted
-        stay = [n for n in wanted if n not in added]
-        result.order_moves_kept = [n for n in natural if n in stay] != stay
     _plan_indexes(before, after, current, renames, result)
     if (before.comment or None) != (after.comment or None):
         result.comment = (True, after.comment)
