@@ -5,7 +5,9 @@ A provider declares PropertyEntry items; every other key is stored as given. The
   required   must be present on create (a prefix entry: some key must start with it);
   immutable  cannot be set or removed by an alter;
   reserved   cannot be given at all (the server owns it); reserved implies immutable;
-  hidden     kept out of responses (both hidden entries are reserved too, so no request can store them);
+  hidden     kept out of every answer that shows the catalog (Gravitino's BaseCatalog.properties()): the
+             base entries below are reserved too, so no request can store them; a provider's own hidden
+             entries (jdbc-user, jdbc-password) are set by requests and used by the connector, never shown;
   decode     the value check: it raises on a bad value (Gravitino decodes with Integer.parseInt,
              Boolean.valueOf, an enum's valueOf, ...).
 A key matches its exact entry, else the longest prefix entry that it starts with.
@@ -111,6 +113,10 @@ class CatalogProperties:
             return exact
         prefixes = [e for e in self.entries.values() if e.prefix and key.startswith(e.name)]
         return max(prefixes, key=lambda e: len(e.name), default=None)
+
+    def shown(self, properties: Mapping[str, str]) -> dict[str, str]:
+        """`properties` without the hidden ones: what an answer shows of a catalog."""
+        return {k: v for k, v in properties.items() if not ((e := self.entry(k)) is not None and e.hidden)}
 
     def validate_create(self, properties: Mapping[str, str]) -> None:
         """PropertiesMetadataHelpers.validatePropertyForCreate: no reserved key, every required one,

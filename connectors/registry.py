@@ -14,6 +14,8 @@ _BUILTIN = {
     "memory": "connectors.memory:MemoryConnector",
     "sqlite": "connectors.sqlite:SQLiteCatalogConnector",
     "hive": "connectors.hive:HiveConnector",
+    "jdbc-postgresql": "connectors.jdbc.postgresql:PostgreSQLConnector",
+    "jdbc-mysql": "connectors.jdbc.mysql:MySQLConnector",
 }
 
 

@@ -88,6 +88,12 @@ FAILPOINTS: dict[str, str] = {
                                   "committed, the file not yet deleted",
     "sqlite.schema_file_made": "sqlite create schema: the new incarnation's file exists, its registry row not "
                                "yet committed",
+    "jdbc.before_begin": "jdbc catalog: a mutating call has its connection (deadline checked), its transaction "
+                         "(PostgreSQL) or its named lock (MySQL) not yet begun",
+    "jdbc.before_commit": "jdbc-postgresql: a mutating call's transaction checked its fence and ran its DDL, "
+                          "not yet committed",
+    "jdbc.after_check": "jdbc-mysql: a mutating call holds its named lock and recorded its fence, its DDL not "
+                        "yet sent",
     # ops (health, serving)
     "node.before_beat": "node registry heartbeat: about to refresh this process's gm_node row",
 }

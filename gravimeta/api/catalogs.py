@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from flask import Blueprint
@@ -25,8 +26,13 @@ blueprint = Blueprint("catalogs", __name__, url_prefix="/api/metalakes/<metalake
 def list_catalogs(metalake: str) -> Any:
     catalogs = visible(CATALOG, dispatchers().catalogs.list(metalake), lambda c: c.name)
     if flag("details"):
-        return dto.ok(catalogs=[dto.catalog(c) for c in catalogs])
+        return dto.ok(catalogs=[_shown(c) for c in catalogs])
     return dto.ok(identifiers=dto.identifiers([metalake], [c.name for c in catalogs]))
+
+
+def _shown(c: Catalog) -> dict[str, Any]:
+    """The catalog's answer, without the properties its provider hides (jdbc-user, jdbc-password)."""
+    return dto.catalog(replace(c, properties=dispatchers().catalogs.shown_properties(c)))
 
 
 def _catalog_of(metalake: str, body: dict[str, Any]) -> Catalog:
@@ -40,7 +46,7 @@ def _catalog_of(metalake: str, body: dict[str, Any]) -> Catalog:
 @operation("catalog", "CREATE")
 def create_catalog(metalake: str) -> Any:
     catalog = _catalog_of(metalake, payloads.load(payloads.CatalogCreate, json_body()))
-    return dto.ok(catalog=dto.catalog(dispatchers().catalogs.create(catalog, user())))
+    return dto.ok(catalog=_shown(dispatchers().catalogs.create(catalog, user())))
 
 
 # Gravitino's ExceptionHandlers.handleTestConnectionException answers these with HTTP 200 and an error
@@ -69,7 +75,7 @@ def test_new_connection(metalake: str) -> Any:
 @needs(rules.LOAD_CATALOG, on=CATALOG)
 @operation("catalog", "LOAD", "catalog")
 def load_catalog(metalake: str, catalog: str) -> Any:
-    return dto.ok(catalog=dto.catalog(dispatchers().catalogs.load(metalake, catalog)))
+    return dto.ok(catalog=_shown(dispatchers().catalogs.load(metalake, catalog)))
 
 
 @blueprint.put("/<catalog>")
@@ -77,7 +83,7 @@ def load_catalog(metalake: str, catalog: str) -> Any:
 @operation("catalog", "ALTER", "catalog")
 def alter_catalog(metalake: str, catalog: str) -> Any:
     changes = payloads.load_updates(json_body(), payloads.CATALOG_UPDATES)
-    return dto.ok(catalog=dto.catalog(dispatchers().catalogs.alter(metalake, catalog, changes, user())))
+    return dto.ok(catalog=_shown(dispatchers().catalogs.alter(metalake, catalog, changes, user())))
 
 
 @blueprint.patch("/<catalog>")

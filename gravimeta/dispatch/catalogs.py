@@ -54,6 +54,15 @@ class CatalogDispatcher:
             require_metalake_in_use(self.store.get_metalake(metalake))
             return self.store.get_catalog(metalake, name)
 
+    def shown_properties(self, catalog: Catalog) -> dict[str, str]:
+        """The catalog's properties without those its provider hides from answers (Gravitino's
+        BaseCatalog.properties(); a provider no longer installed hides nothing)."""
+        try:
+            provider = self.connectors.registry.get(catalog.provider)
+        except errors.GravitinoError:
+            return dict(catalog.properties)
+        return provider.catalog_properties.shown(catalog.properties)
+
     def create(self, catalog: Catalog, user: str) -> Catalog:
         self._check_creatable(catalog)
         connector_class = self.connectors.registry.get(catalog.provider)

@@ -5,12 +5,19 @@ Two servers per backend serve the whole session: `server` with the access settin
 shipped `gravitino.conf` (authorization off, `anonymous` its service admin), `authorized_uri` with
 authorization on. Every test works under its own uniquely named metalake, so tests never see each
 other's objects.
+
+The JDBC providers run on one store backend only (JDBC_STORE: their engine is another server, whatever
+the store), on one PostgreSQL database and one MariaDB fence database for the session; a jdbc-mysql
+catalog spans the MariaDB server, whose databases the session's schemas become: their names carry the
+session's tag (new_name) and they are dropped at its end. Where Gravitino's JDBC catalogs refuse what
+the other providers take (REFUSED), the tests check the refusal instead.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 
 import pytest
 from gravitino import Catalog, GravitinoAdminClient, GravitinoClient
@@ -18,18 +25,64 @@ from gravitino.auth.simple_auth_provider import SimpleAuthProvider
 
 from tests.conftest import require_backend
 from tests.connectors.stub_process import StubProcess
+from tests.support import jdbc
 from tests.support.databases import BACKENDS, fresh_database
 from tests.support.servers import ServerProcess
 
 #: the connector providers the official client's scenario runs against
-PROVIDERS = ("memory", "sqlite", "hive")
+PROVIDERS = ("memory", "sqlite", "hive", *jdbc.PROVIDERS)
+#: the one store backend the JDBC providers' scenario runs on
+JDBC_STORE = "sqlite"
 #: an optional catalog property each provider declares (undeclared keys are stored as given)
-OPTIONAL_PROPERTY = {"memory": ("comment", "set"), "sqlite": ("busy-timeout-ms", "2500"), "hive": ("client.timeout-ms", "4000")}
+OPTIONAL_PROPERTY = {"memory": ("comment", "set"), "sqlite": ("busy-timeout-ms", "2500"), "hive": ("client.timeout-ms", "4000"),
+                     "jdbc-postgresql": ("jdbc.pool.max-size", "4"), "jdbc-mysql": ("jdbc.pool.max-size", "4")}
+#: what Gravitino 1.3's catalogs of a provider refuse (gravimeta with them) that the scenario does elsewhere
+REFUSED = {
+    "jdbc-postgresql": {"schema properties", "table properties", "column position", "purge", "partitioning",
+                        "nullable list elements"},
+    "jdbc-mysql": {"schema comment", "schema properties", "purge", "partitioning", "lists"},
+}
+#: the session's tag in every name (new_name): the MariaDB databases a jdbc-mysql catalog made are found by it
+SESSION = uuid.uuid4().hex[:4]
 #: the access settings of Gravitino's shipped gravitino.conf, read as a properties file
 SHIPPED_ACCESS_CONF = "gravitino.authorization.enable = false\ngravitino.authorization.serviceAdmins = anonymous\n"
 #: the service admin of the authorized server, next to `anonymous` (Gravitino's own client tests
 #: run as a caller without credentials that the conf names a service admin)
 ADMIN = "admin"
+
+
+def refuses(provider: str, feature: str) -> bool:
+    return feature in REFUSED.get(provider, ())
+
+
+def pytest_collection_modifyitems(config, items):
+    """The JDBC providers' scenario on JDBC_STORE's servers only."""
+    kept, dropped = [], []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        engine_elsewhere = params.get("catalog") in jdbc.PROVIDERS and params.get("server", JDBC_STORE) != JDBC_STORE
+        (dropped if engine_elsewhere else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
+@pytest.fixture(scope="session")
+def jdbc_engines(tmp_path_factory) -> Iterator[Callable[[str], dict[str, str]]]:
+    """engine(provider): the catalog properties of the session's engine for it (made at first use)."""
+    made: dict[str, dict[str, str]] = {}
+    with ExitStack() as stack:
+        def engine(provider: str) -> dict[str, str]:
+            if provider not in made:
+                require_backend(jdbc.BACKEND[provider])
+                made[provider] = stack.enter_context(jdbc.target(provider, tmp_path_factory.mktemp(provider)))
+            return made[provider]
+
+        try:
+            yield engine
+        finally:
+            if "jdbc-mysql" in made:
+                jdbc.drop_mysql_databases_tagged(f"_{SESSION}")
 
 
 @pytest.fixture(scope="session")
@@ -107,8 +160,8 @@ def uri(server: ServerProcess) -> str:
 
 
 def new_name(prefix: str) -> str:
-    """A unique object name, so that tests sharing a server never collide."""
-    return f"{prefix}_{uuid.uuid4().hex[:8]}"
+    """A unique object name, so that tests sharing a server never collide (with the session's tag)."""
+    return f"{prefix}_{SESSION}{uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture
@@ -136,18 +189,23 @@ def client(uri: str, metalake: str) -> Iterator[GravitinoClient]:
 
 @pytest.fixture(params=PROVIDERS)
 def catalog(request, client: GravitinoClient) -> Catalog:
-    """A relational catalog on each connector: in-memory, a real SQLite file, the Hive-like stub."""
+    """A relational catalog on each connector: in-memory, a real SQLite file, the Hive-like stub, a
+    PostgreSQL database, a MariaDB server."""
     name, provider = new_name("cat"), request.param
-    properties = {
-        "memory": {},
-        "sqlite": {"path": f"{name}.db"},
-        "hive": {"metastore.uris": request.getfixturevalue("metastore").uri} if provider == "hive" else {},
-    }[provider]
+    if provider in jdbc.PROVIDERS:
+        properties = request.getfixturevalue("jdbc_engines")(provider)
+    else:
+        properties = {
+            "memory": {},
+            "sqlite": {"path": f"{name}.db"},
+            "hive": {"metastore.uris": request.getfixturevalue("metastore").uri} if provider == "hive" else {},
+        }[provider]
     return client.create_catalog(name, Catalog.Type.RELATIONAL, provider, "a catalog", properties)
 
 
 @pytest.fixture
 def schema(catalog: Catalog) -> str:
     name = new_name("sch")
-    catalog.as_schemas().create_schema(name, "a schema", {})
+    comment = None if refuses(catalog.provider(), "schema comment") else "a schema"
+    catalog.as_schemas().create_schema(name, comment, {})
     return name

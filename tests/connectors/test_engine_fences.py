@@ -1,8 +1,9 @@
-"""The fence contract (connectors/base.py), kept by the engines gravimeta owns (the sqlite catalog file and
-the hive stub): a mutating call whose fence is lower than one the engine has seen on its scope is refused
-with StaleFence and changes nothing, checked storage-side in the same transaction as the change; a
-barrier records a fence alone; a call whose claim ran out is not sent; an engine that cannot be found is
-"unreachable", never "empty".
+"""The fence contract (connectors/base.py), kept by every engine that checks fences (the sqlite catalog file,
+the hive stub, and the jdbc-postgresql and jdbc-mysql catalogs, whose databases check them): a mutating
+call whose fence is lower than one the engine has seen on its scope is refused with StaleFence and
+changes nothing, checked storage-side in the same transaction as the change (MySQL: under the lock held
+to the end of the change); a barrier records a fence alone; a call whose claim ran out is not sent; an
+engine that cannot be found is "unreachable", never "empty".
 
 Scopes are unique per test: the hive stub (one per module) keeps its fences across tests.
 """
@@ -59,6 +60,8 @@ def test_every_mutating_call_is_fenced(connector, name, scope):
         "purge_table": lambda: connector.purge_table(schema, "t", fence=old),
         "fence_barrier": lambda: connector.fence_barrier(old),
     }
+    if not connector.supports_purge:  # the JDBC catalogs refuse every purge (405) before any fence
+        del calls["purge_table"]
     refused = []
     for call_name, call in calls.items():
         with pytest.raises(errors.StaleFence):

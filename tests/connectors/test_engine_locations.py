@@ -139,3 +139,40 @@ def test_a_sqlite_catalog_file_keeps_its_identity_by_whatever_path_it_is_reached
         conn.execute(f"DROP TABLE {sqlite_identity.TABLE}")  # as a file made before identities
     made = connector("a/other.db").engine_identity()
     assert made and made == connector("a/other.db").engine_identity()
+
+
+def jdbc_locations(kind, url: str, database: str = "sales") -> frozenset[str]:
+    properties = {"jdbc-url": url, "jdbc-driver": "d", "jdbc-database": database, "jdbc-user": "u", "jdbc-password": "p"}
+    return kind(CatalogContext("m", "c", properties)).engine_locations()
+
+
+def test_a_postgresql_database_named_otherwise_shares_a_location_and_another_database_none():
+    from connectors.jdbc.postgresql import PostgreSQLConnector as Pg
+
+    here = jdbc_locations(Pg, "jdbc:postgresql://127.0.0.1:5432/sales")
+    assert here & jdbc_locations(Pg, "jdbc:postgresql://localhost:5432/sales?sslmode=disable")
+    assert here & jdbc_locations(Pg, "jdbc:postgresql://10.9.9.9:5432,LOCALHOST:5432/sales")
+    assert not here & jdbc_locations(Pg, "jdbc:postgresql://127.0.0.1:5432/other", "other")
+    assert not here & jdbc_locations(Pg, "jdbc:postgresql://127.0.0.1:5433/sales")
+
+
+def test_a_mysql_server_is_one_location_whatever_database_the_url_names():
+    from connectors.jdbc.mysql import MySQLConnector as My
+
+    here = jdbc_locations(My, "jdbc:mysql://127.0.0.1:3306")
+    assert here & jdbc_locations(My, "jdbc:mariadb://localhost:3306/shop")
+    assert not here & jdbc_locations(My, "jdbc:mysql://127.0.0.1:3307")
+
+
+@pytest.mark.parametrize("provider", ["jdbc_postgresql", "jdbc_mysql"])
+def test_a_jdbc_engine_reports_one_identity_however_it_is_reached(request, provider):
+    """The id kept in gravimeta's fence schema (PostgreSQL) or fence database (MySQL)."""
+    engine = request.getfixturevalue(f"{provider}_connector")
+    identity = engine.engine_identity()
+    assert identity and f"id:{identity}" in engine.engine_locations()
+    url = engine.context.properties["jdbc-url"].replace("127.0.0.1", "localhost")
+    again = type(engine)(CatalogContext("m", "other", {**engine.context.properties, "jdbc-url": url}))
+    try:
+        assert again.engine_identity() == identity
+    finally:
+        again.close()

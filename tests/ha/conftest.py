@@ -135,6 +135,20 @@ GRAVIMETA_HA_DISABLE (test-only) names one mechanism, or several separated by co
   root_hold_cap     a waiting root claim's record may last until the root claim's deadline
                     (root_wait.py; test_root_claim_behind_a_frozen_holder.py: behind a frozen holder in
                     m4, a create in m1 answers 503 after its own claim timeout)
+  jdbc_fence_check  the JDBC engines neither check nor record fences (connectors/jdbc/pgfences.py and
+                    myfences.py, read from the environment there). Alone it shows the engine's check is the
+                    one that refuses: tests/engine/test_jdbc_zombie_calls.py's before-check case then gets the
+                    client's own refusal instead (its message is not the engine's); with
+                    jdbc_statement_deadline too, the zombie's drop lands
+  jdbc_statement_deadline  a JDBC call does not look at its deadline again once it has started (each
+                    statement still carries its timeouts; connectors/jdbc/common.py Deadline.left_now)
+  jdbc_session_timeout  a JDBC call leaves its session's idle limits to the server (no
+                    idle_in_transaction_session_timeout on PostgreSQL, no wait_timeout on MySQL): a holder
+                    paused inside its call keeps its locks (the zombie tests' before-commit and after-check
+                    cases: the next holder's barrier waits until its own claim runs out)
+  jdbc_named_lock   jdbc-mysql calls and barriers take no named lock, the fence check alone
+                    (connectors/jdbc/mysql.py; tests/connectors/test_jdbc_mysql_window.py: barriers
+                    complete between a call's check and its DDL's effect)
 The switches read by the server itself (no_snapshot, no_row_lock, advisory_queue, no_owner_lock,
 tag_object_lock, statistics_row_lock, engine_fence, identity_keys, import_barrier, retire, retire_delivery,
 retire_moved, retire_lasting, connector_identity, request_buffering, response_buffering, commit_session_end,
