@@ -156,12 +156,13 @@ class MySQLConnector(JdbcConnector):
         with self._session(NO_FENCE, "the creation of gravimeta's fence database", fenced=False) as call:
             return myfences.make(call.cur, self.fence_database)
 
-    def engine_identity(self) -> str | None:
+    def engine_identity(self, deadline: float | None = None) -> str | None:
         if self._known_identity:
             return self._known_identity
         if failpoints.disabled_for_test("engine_identity"):  # TEST-ONLY: none
             return None
-        with self._session(NO_FENCE, "a read of the server's identity", fenced=False) as call:
+        with self._session(Fence(deadline=deadline) if deadline is not None else NO_FENCE,
+                           "a read of the server's identity", fenced=False) as call:
             found = myfences.identity(call.cur, self.fence_database)
         return self.remember_identity(found or self._make_home())
 

@@ -116,8 +116,9 @@ class PostgreSQLConnector(JdbcConnector):
             raise
 
     @contextmanager
-    def _reading(self, what: str) -> Iterator[Any]:
-        with self._transaction(NO_FENCE, what, fenced=False, read_only=True) as tx:
+    def _reading(self, what: str, deadline: float | None = None) -> Iterator[Any]:
+        with self._transaction(Fence(deadline=deadline) if deadline is not None else NO_FENCE, what, fenced=False,
+                               read_only=True) as tx:
             yield tx.cur
 
     # ---------------------------------------------------------------- the engine's home and identity
@@ -136,13 +137,13 @@ class PostgreSQLConnector(JdbcConnector):
                     raise
         raise AssertionError("unreachable")
 
-    def engine_identity(self) -> str | None:
+    def engine_identity(self, deadline: float | None = None) -> str | None:
         """The id kept in the fence schema; the schema is made now in a database that has none yet."""
         if self._known_identity:
             return self._known_identity
         if failpoints.disabled_for_test("engine_identity"):  # TEST-ONLY: none
             return None
-        with self._reading("a read of the database's identity") as cur:
+        with self._reading("a read of the database's identity", deadline) as cur:
             found = pgfences.identity(cur)
         return self.remember_identity(found or self._make_home())
 
