@@ -192,8 +192,10 @@ class Door:
             return [i for i, n in zip(items, names, strict=True) if n in mine]
         if kind == USER:
             return [i for i, n in zip(items, names, strict=True) if declaration.lists.holds(facts.with_subject(n))]
-        levels = self.reader.children(facts, kind, names)
-        return [i for i, n in zip(items, names, strict=True) if declaration.lists.holds(facts.with_level(levels[n]))]
+        usual, unusual = rules.exceptions(declaration.lists, facts, self.reader.standings(facts, kind, names))
+        if usual:
+            return [i for i, n in zip(items, names, strict=True) if n not in unusual] if unusual else items
+        return [i for i, n in zip(items, names, strict=True) if n in unusual]
 
     def visible_objects(self, metalake: str, objects: Iterable[T], describe: Callable[[T], tuple[str, str]]) -> list[T]:
         """The metadata objects (`describe` gives each one's type and full name) the caller may see."""
@@ -203,13 +205,12 @@ class Door:
             return items
         declaration, facts = filtering
         assert declaration.lists is not None
-        shown = []
+        targets = []
         for item in items:
             kind, full_name = describe(item)
-            target = target_of({"metalake": metalake, "kind": kind, "full_name": full_name})
-            if declaration.lists.holds(self.reader.facts(facts.user, target)):
-                shown.append(item)
-        return shown
+            targets.append(target_of({"metalake": metalake, "kind": kind, "full_name": full_name}))
+        verdicts = rules.each_holds(declaration.lists, self.reader.object_standings(facts, targets))
+        return [item for item, shown in zip(items, verdicts, strict=True) if shown]
 
 
 def _asks_to_modify() -> bool:
