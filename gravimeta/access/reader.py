@@ -2,8 +2,9 @@
 
 Nothing is cached between requests: a change of owner, a removal from a metalake, a revoke of a role or
 of a privilege is seen by the next request on every replica, the moment it commits. A request reads its facts
-in one snapshot transaction: a few indexed lookups by name and id. Service admins and requests with
-authorization off read nothing (the door decides those without facts).
+in one snapshot transaction: a few indexed lookups by name and id. A list's items and a tag's objects
+are read set-based (bulk.py), never one statement or one term per item. Service admins and requests
+with authorization off read nothing (the door decides those without facts).
 """
 
 from __future__ import annotations
@@ -136,12 +137,13 @@ class AccessReader:
                      for (_, name), (object_id, owner) in rows.items()}
         return {n: found.get(n, Level(kind, n)) for n in wanted}
 
-    def standings(self, facts: Facts, kind: str, names: Iterable[str]) -> Standings:
+    def standings(self, facts: Facts, kind: str, names: Iterable[str], listed_here: bool = False) -> Standings:
         """The standing (Level.standing) of each of the `kind` objects called `names` under the
         parent these facts name, for rules.exceptions; equal standings are one object. A whole
-        listing reads its children's names, then only those that stand out for the caller (owned,
-        named by a privilege of its roles, held): a list of 10,000 items costs three or four
-        set-based statements, and Python work for the items that stand out (gravimeta/access/bulk.py)."""
+        listing reads its children's names (not with `listed_here`: the names were listed in the
+        snapshot this joins, so each exists), then only those that stand out for the caller (owned,
+        named by a privilege of its roles, held): a list of 10,000 items costs two to four set-based
+        statements, and Python work for the items that stand out (gravimeta/access/bulk.py)."""
         wanted = set(names)
         missing = Level(kind, "")
         parent = facts.level(bulk.PARENT[kind])
@@ -152,7 +154,7 @@ class AccessReader:
             return Standings(missing, {n: shared.setdefault(found, found) for n, found in (
                 (n, level.standing(facts.user)) for n, level in self.children(facts, kind, wanted).items())})
         with self.store.snapshot() as s:
-            present = bulk.names_under(s, kind, parent.id)
+            present = wanted if listed_here else bulk.names_under(s, kind, parent.id)
             owned = bulk.owned_under(s, kind, parent.id, facts.user)
             privileges: bulk.Privileges = {}
             held: set[str] = set()

@@ -12,7 +12,11 @@ what the locks do not):
 - a grant of roles to a user or group locks the principal's row FOR UPDATE and each role's FOR SHARE:
   a deletion of the role waits, then takes the grant with it; a grant that waited finds no role (400
   IllegalRoleException, as Gravitino answers);
-- a role's deletion deletes its row: its privileges and grants go with it (ON DELETE CASCADE).
+- a role's deletion deletes its row: its privileges and grants go with it (ON DELETE CASCADE);
+- a role create or override resolves its objects in a snapshot before its write (roles/resolve.py),
+  then locks each FOR SHARE by id in the write and checks it is unchanged, else resolves again: the
+  write holds its locks (on SQLite, the store's one write lock) for a normal write's time.
+Caps (roles/limits.py): securable objects per role, roles per user or group.
 The door reads none of this through a cache: a revoke is seen by the next request on every replica.
 GRAVIMETA_HA_DISABLE=no_role_lock (TEST-ONLY) reads the role and object rows without locks
 (tests/ha/test_access_races.py shows what then goes wrong).
