@@ -60,7 +60,7 @@ def seed(engine: Engine, metalake: str, kind: str, names: Sequence[str], creator
             common.update(schema_id=schema_id, comment=None, properties={}, partitioning=[], distribution=None,
                           sort_orders=[], indexes=[])
         for chunk in _chunks(list(names)):
-            conn.execute(insert(model.__table__), [{**common, "name": n} for n in chunk])
+            conn.execute(insert(model), [{**common, "name": n} for n in chunk])
         parent_column = {"catalog": "metalake_id", "tag": "metalake_id", "role": "metalake_id",
                          "schema": "catalog_id", "table": "schema_id"}[kind]
         ids: dict[str, int] = {}
@@ -88,7 +88,7 @@ def grant(engine: Engine, metalake: str, role: str, kind: str, ids: Iterable[int
         rows = [{"role_id": role_id, "object_kind": kind, "object_id": i, "metalake_id": metalake_id,
                  "privilege": privilege, "effect": effect, **({column: i} if column else {})} for i in ids]
         for chunk in _chunks(rows):
-            conn.execute(insert(RolePrivilegeRow.__table__), list(chunk))
+            conn.execute(insert(RolePrivilegeRow), list(chunk))
 
 
 def give_roles(engine: Engine, metalake: str, user: str, role_ids: Iterable[int]) -> None:
@@ -99,11 +99,11 @@ def give_roles(engine: Engine, metalake: str, user: str, role_ids: Iterable[int]
             PrincipalRow.metalake_id == metalake_id, PrincipalRow.kind == "USER", PrincipalRow.name == user))
         assert principal is not None, f"no user {user}"
         for chunk in _chunks([{"principal_id": principal, "role_id": r} for r in role_ids]):
-            conn.execute(insert(RoleMemberRow.__table__), list(chunk))
+            conn.execute(insert(RoleMemberRow), list(chunk))
 
 
 def tag_objects(engine: Engine, tag_id: int, kind: str, ids: Iterable[int]) -> None:
     """Associate the tag with the `kind` ("catalog", "schema", "table", "column") objects with these ids."""
     with engine.begin() as conn:
         for chunk in _chunks([{"tag_id": tag_id, "object_type": kind, "object_id": i} for i in ids]):
-            conn.execute(insert(TagRelationRow.__table__), list(chunk))
+            conn.execute(insert(TagRelationRow), list(chunk))
