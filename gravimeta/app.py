@@ -38,6 +38,7 @@ from gravimeta.ownership.authorizer import Authorizer
 from gravimeta.ownership.dispatcher import OwnershipDispatcher
 from gravimeta.ownership.store import OwnershipStore
 from gravimeta.roles.dispatcher import RoleDispatcher
+from gravimeta.roles.limits import RoleLimits
 from gravimeta.roles.store import RoleStore
 from gravimeta.serving import worker_metrics
 from gravimeta.store import EntityStore, server_settings
@@ -99,7 +100,7 @@ def build_services(settings: Settings, registry: ConnectorRegistry | None = None
         statistics=StatisticDispatcher(store, coordinator),
         tags=TagDispatcher(store, coordinator),
         ownership=OwnershipDispatcher(ownership, authorizer, coordinator),
-        roles=RoleDispatcher(RoleStore(store), ownership, settings.authorization_enabled),
+        roles=RoleDispatcher(RoleStore(store, RoleLimits.of(settings)), ownership, settings.authorization_enabled),
     )
     health = Health(engine, settings, distributed.registry)
     if store_may_be_away:

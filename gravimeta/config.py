@@ -109,6 +109,15 @@ class Settings:
         default=65536,
         metadata={"key": "gravimeta.limits.property-value-max-chars", "env": "GRAVIMETA_MAX_PROPERTY_VALUE_CHARS"},
     )
+    # caps on roles (gravimeta/roles/limits.py): securable objects per role, roles per user or group
+    max_role_securable_objects: int = field(
+        default=1000, metadata={"key": "gravimeta.limits.role-securable-objects-max-count",
+                                "env": "GRAVIMETA_MAX_ROLE_SECURABLE_OBJECTS"}
+    )
+    max_principal_roles: int = field(
+        default=1000, metadata={"key": "gravimeta.limits.principal-roles-max-count",
+                                "env": "GRAVIMETA_MAX_PRINCIPAL_ROLES"}
+    )
     # authentication and the service admins (gravimeta/api/auth.py); empty = no authentication
     # Gravitino's default: `simple` (the Basic user name, anonymous without credentials); "" turns it off
     authenticators: str = field(

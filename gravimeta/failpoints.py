@@ -71,6 +71,8 @@ FAILPOINTS: dict[str, str] = {
     "access.after_check": "the door let a request in; its dispatcher has not run (no claim taken yet)",
     "role.after_lock": "role grant or revoke: the role's row (or the roles' and the principal's) locked and the "
                        "object read, nothing written yet",
+    "role.after_resolve": "role create or override: its securable objects are resolved (in a snapshot, or "
+                          "inside the write with GRAVIMETA_HA_DISABLE=role_resolve_in_write), nothing written",
     # tags, statistics, partitions
     "tags.after_resolve": "tag association: the object's row is read (and locked) in its transaction, "
                           "the association rows not yet written",

@@ -7,6 +7,7 @@ one door before any dispatcher runs (docs/authorization.md).
                   caller's privileges on them
 - reader.py       Facts from the shared database, read fresh for every request (no cache outlives a
                   revoke) in one snapshot
+- bulk.py         the set-based statements that read facts about a list's items or a tag's objects
 - declaration.py  what a route declares (its rule, the kind it acts on, how its lists are filtered)
 The Flask side, the door itself, is gravimeta/api/door.py.
 """

@@ -2,30 +2,32 @@
 
 Nothing is cached between requests: a change of owner, a removal from a metalake, a revoke of a role or
 of a privilege is seen by the next request on every replica, the moment it commits. A request reads its facts
-in one snapshot transaction: a few indexed lookups by name and id. Service admins and requests with
-authorization off read nothing (the door decides those without facts).
+in one snapshot transaction: a few indexed lookups by name and id. A list's items and a tag's objects
+are read set-based (bulk.py), never one statement or one term per item. Service admins and requests
+with authorization off read nothing (the door decides those without facts).
 """
 
 from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import and_, bindparam, false, or_, select
+from sqlalchemy import and_, bindparam, false, literal, null, or_, select
 from sqlalchemy.orm import Session, aliased
 
-from gravimeta.access.facts import CATALOG, METALAKE, ROLE, SCHEMA, TABLE, TAG, TREE, USER, Facts, Level
-from gravimeta.ownership.models import OwnerRow, PrincipalRow
+from gravimeta.access import bulk
+from gravimeta.access.bulk import owner_of
+from gravimeta.access.facts import METALAKE, ROLE, TAG, TREE, USER, Facts, Level, Standings
+from gravimeta.ownership.models import PrincipalRow
 from gravimeta.ownership.store import beside_columns, levels_statement
-from gravimeta.roles.models import RoleMemberRow, RolePrivilegeRow, RoleRow
+from gravimeta.roles.models import RoleMemberRow, RolePrivilegeRow
 from gravimeta.roles.privileges import DENY
 from gravimeta.store import EntityStore
-from gravimeta.store.attached_models import TagRow
 from gravimeta.store.database import disabled_for_test
-from gravimeta.store.models import CatalogRow, MetalakeRow, SchemaRow, TableRow
+from gravimeta.store.models import MetalakeRow
 
 
 @dataclass(frozen=True)
@@ -46,13 +48,10 @@ class Target:
         return self.path[0] if self.path else None
 
 
-#: the row model of each kind of child a list can hold, and the column naming its parent
-_CHILDREN: dict[str, tuple[Any, Any]] = {
-    CATALOG: (CatalogRow, CatalogRow.metalake_id), SCHEMA: (SchemaRow, SchemaRow.catalog_id),
-    TABLE: (TableRow, TableRow.schema_id), TAG: (TagRow, TagRow.metalake_id), ROLE: (RoleRow, RoleRow.metalake_id)}
-_PARENT = {CATALOG: METALAKE, SCHEMA: CATALOG, TABLE: SCHEMA, TAG: METALAKE, ROLE: METALAKE}
-_IN_LIMIT = 100
 CACHE_S = 60.0
+#: a list naming more children than this reads all of its parent's children (one join) instead
+_IN_LIMIT = 100
+_NOTHING: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
 
 
 class AccessReader:
@@ -77,7 +76,8 @@ class AccessReader:
 
     def _facts(self, s: Session, user: str, target: Target) -> Facts:
         """Two statements: the objects of the path (with their owners), the tag and role named, and
-        the caller's membership; then, for a member, its roles and their privileges on those objects."""
+        the caller's membership; then, for a member, its roles' privileges on those objects (and
+        whether it holds the role named)."""
         bare = Facts(user, target=target.kind, chain=target.chain, subject=target.subject)
         if not target.path:
             return bare
@@ -93,36 +93,145 @@ class AccessReader:
         for kind, name in zip(TREE, target.path, strict=False):
             object_id, creator, owner_row, owner_type, owner_name = values[:5]
             del values[:5]
-            levels[kind] = Level(kind, name, object_id, _owner(creator, owner_row, owner_type, owner_name))
+            levels[kind] = Level(kind, name, object_id, owner_of(creator, owner_row, owner_type, owner_name))
         member = values.pop(0)
         for single, named in ((TAG, target.tag), (ROLE, target.role)):
             if named is not None:
                 object_id, creator, owner_row, owner_type, owner_name = values[:5]
                 del values[:5]
-                owner = _owner(creator, owner_row, owner_type, owner_name) if object_id is not None else None
+                owner = owner_of(creator, owner_row, owner_type, owner_name) if object_id is not None else None
                 levels[single] = Level(single, named, object_id, owner)
         if member is None:
             return replace(bare, levels=levels)
         objects = [(level.kind, level.id) for level in levels.values() if level.id is not None]
-        granted = conn.execute(_grants_statement(len(objects)), {
-            "principal": member, **{f"k{i}": k for i, (k, _) in enumerate(objects)},
+        role = levels.get(ROLE)
+        held = role is not None and role.id is not None
+        granted = conn.execute(_grants_statement(len(objects), held), {
+            "principal": member, "role_id": role.id if held and role is not None else None,
+            **{f"k{i}": k for i, (k, _) in enumerate(objects)},
             **{f"i{i}": o for i, (_, o) in enumerate(objects)}}).all()
-        role_ids = frozenset(r[0] for r in granted)
-        return replace(bare, member=True, levels=_apply(levels, [r[1:] for r in granted if r[1] is not None]),
-                       role_ids=role_ids)
+        levels = _apply(levels, [r for r in granted if r[0] != _HELD])
+        if held and role is not None and any(r[0] == _HELD for r in granted):
+            levels[ROLE] = replace(levels[ROLE], held=True)
+        return replace(bare, member=True, levels=levels, principal=member)
+
+    # ------------------------------------------------------------------ many objects at once
 
     def children(self, facts: Facts, kind: str, names: Iterable[str]) -> dict[str, Level]:
         """Levels of the `kind` objects called `names` under the parent these facts name (a
         missing name gets a Level that does not exist)."""
         wanted = list(dict.fromkeys(names))
-        parent = facts.level(_PARENT[kind])
+        parent = facts.level(bulk.PARENT[kind])
         found: dict[str, Level] = {}
         if parent is not None and parent.id is not None and wanted:
             with self.store.snapshot() as s:
-                found = self._named(s, kind, parent.id, wanted)
-                if facts.role_ids:
-                    found = _with_privileges(s, facts.role_ids, found)
+                whole = len(wanted) > _IN_LIMIT
+                rows = bulk.all_children(s, kind, parent.id) if whole else \
+                    bulk.named(s, kind, ((parent.id, n) for n in wanted))
+                privileges: bulk.Privileges = {}
+                held: dict[int, str] = {}
+                if facts.principal is not None:
+                    privileges = bulk.privileges_on(s, facts.principal, kind, (i for i, _ in rows.values()))
+                    held = bulk.held_roles(s, facts.principal) if kind == ROLE else {}
+            found = {name: Level(kind, name, object_id, owner, *privileges.get(object_id, _NOTHING), object_id in held)
+                     for (_, name), (object_id, owner) in rows.items()}
         return {n: found.get(n, Level(kind, n)) for n in wanted}
+
+    def standings(self, facts: Facts, kind: str, names: Iterable[str], listed_here: bool = False) -> Standings:
+        """The standing (Level.standing) of each of the `kind` objects called `names` under the
+        parent these facts name, for rules.exceptions; equal standings are one object. A whole
+        listing reads its children's names (not with `listed_here`: the names were listed in the
+        snapshot this joins, so each exists), then only those that stand out for the caller (owned,
+        named by a privilege of its roles, held): a list of 10,000 items costs two to four set-based
+        statements, and Python work for the items that stand out (gravimeta/access/bulk.py)."""
+        wanted = set(names)
+        missing = Level(kind, "")
+        parent = facts.level(bulk.PARENT[kind])
+        if parent is None or parent.id is None or not wanted:
+            return Standings(missing)
+        if len(wanted) <= _IN_LIMIT:
+            shared: dict[Level, Level] = {}
+            return Standings(missing, {n: shared.setdefault(found, found) for n, found in (
+                (n, level.standing(facts.user)) for n, level in self.children(facts, kind, wanted).items())})
+        with self.store.snapshot() as s:
+            present = wanted if listed_here else bulk.names_under(s, kind, parent.id)
+            owned = bulk.owned_under(s, kind, parent.id, facts.user)
+            privileges: bulk.Privileges = {}
+            held: set[str] = set()
+            if facts.principal is not None:
+                if kind != ROLE:  # nothing is granted on a role
+                    privileges = bulk.privileges_under(s, facts.principal, kind, parent.id)
+                else:
+                    held = set(bulk.held_roles(s, facts.principal).values())
+        unusual = dict.fromkeys(wanted.difference(present), missing)
+        me = (USER, facts.user)
+        interned: dict[tuple[Any, ...], Level] = {}
+        for name in wanted.intersection(owned.union(privileges, held)):
+            key = (me if name in owned else None, *privileges.get(name, _NOTHING), name in held)
+            standing = interned.get(key)
+            if standing is None:
+                standing = interned[key] = Level(kind, "", 0, *key)
+            unusual[name] = standing
+        return Standings(Level(kind, "", 0), unusual)
+
+    def object_standings(self, facts: Facts, targets: Sequence[Target]) -> list[Facts]:
+        """The facts of each target (objects of the metalake these facts name: a tag's objects) with
+        the standings of their levels, for rules.each_holds: as `facts(user, target)` reads them one
+        by one, read set-based in one snapshot (each level of the tree with at most bulk.BATCH names
+        per statement, or a parent's children at once, then the caller's privileges on all of them).
+        Targets that stand alike get one Facts object."""
+        metalake = facts.level(METALAKE)
+        if metalake is None or any(t.metalake != metalake.name or t.tag or t.role for t in targets):
+            return [self.facts(facts.user, t) for t in targets]  # not a tag's objects: one by one
+        paths = {t.path for t in targets}
+        found: dict[tuple[str, ...], tuple[int, bulk.Owner]] = {}
+        ids: dict[tuple[str, ...], int] = {(metalake.name,): metalake.id or 0}
+        privileges: dict[tuple[str, int], tuple[frozenset[str], frozenset[str]]] = {}
+        with self.store.snapshot() as s:
+            for depth, kind in enumerate(TREE[1:], start=2):
+                wanted = {p[:depth] for p in paths if len(p) >= depth and p[:depth - 1] in ids}
+                rows = bulk.named(s, kind, ((ids[p[:-1]], p[-1]) for p in sorted(wanted)))
+                for path in wanted:
+                    hit = rows.get((ids[path[:-1]], path[-1]))
+                    if hit is not None:
+                        ids[path], found[path] = hit[0], hit
+                if facts.principal is not None:
+                    on = bulk.privileges_on(s, facts.principal, kind, (found[p][0] for p in wanted if p in found))
+                    privileges.update(((kind, object_id), both) for object_id, both in on.items())
+        # standings shared by identity: an id below names one live object (kept in `interned`/`along`)
+        me = (USER, facts.user)
+        interned: dict[tuple[Any, ...], Level] = {}
+        along: dict[tuple[str, ...], tuple[Level, ...]] = {(metalake.name,): (metalake.standing(facts.user),)}
+        joined: dict[tuple[int, int], tuple[Level, ...]] = {}
+
+        def standings_along(path: tuple[str, ...]) -> tuple[Level, ...]:
+            known = along.get(path)
+            if known is not None:
+                return known
+            above, kind, hit = standings_along(path[:-1]), TREE[len(path) - 1], found.get(path)
+            key: tuple[Any, ...] = (kind, None) if hit is None else \
+                (kind, hit[1] == me, *privileges.get((kind, hit[0]), _NOTHING))
+            standing = interned.get(key)
+            if standing is None:
+                standing = interned[key] = Level(kind, "") if hit is None else \
+                    Level(kind, "", 0, me if key[1] else None, key[2], key[3])
+            known = joined.get((id(above), id(standing)))
+            if known is None:
+                known = joined[(id(above), id(standing))] = (*above, standing)
+            along[path] = known
+            return known
+
+        alike: dict[tuple[Any, ...], Facts] = {}
+        out = []
+        for target in targets:
+            levels = standings_along(target.path)
+            key = (target.kind, target.chain, target.subject, id(levels))
+            one = alike.get(key)
+            if one is None:
+                one = alike[key] = Facts(facts.user, facts.member, dict(zip(TREE, levels, strict=False)),
+                                         facts.principal, target.kind, target.chain, target.subject)
+            out.append(one)
+        return out
 
     def memberships(self, user: str) -> set[str]:
         """The metalakes `user` is a user of."""
@@ -130,33 +239,6 @@ class AccessReader:
             return set(s.scalars(select(MetalakeRow.name).join(
                 PrincipalRow, PrincipalRow.metalake_id == MetalakeRow.id).where(
                 PrincipalRow.kind == USER, PrincipalRow.name == user)))
-
-    @staticmethod
-    def _named(s: Session, kind: str, parent_id: int, names: list[str]) -> dict[str, Level]:
-        """The `kind` rows called `names` under `parent_id`, with their owners: an owner row when one
-        was written, else the creator."""
-        model, parent_column = _CHILDREN[kind]
-        owner = aliased(OwnerRow)
-        query = (select(model.id, model.name, model.creator, owner.id, owner.owner_type, owner.owner_name)
-                 .outerjoin(owner, and_(owner.object_kind == kind, owner.object_id == model.id))
-                 .where(parent_column == parent_id))
-        if len(names) <= _IN_LIMIT:  # a longer list (a whole listing) reads the parent's children
-            query = query.where(model.name.in_(names))
-        return {name: Level(kind, name, object_id, _owner(creator, owner_row, owner_type, owner_name))
-                for object_id, name, creator, owner_row, owner_type, owner_name in s.execute(query)}
-
-
-def _with_privileges(s: Session, role_ids: frozenset[int], levels: dict[str, Level]) -> dict[str, Level]:
-    """`levels` with the privileges the roles `role_ids` allow and deny on each (one statement)."""
-    objects = [(level.kind, level.id) for level in levels.values() if level.id is not None]
-    if not role_ids or not objects:
-        return levels
-    rows = s.execute(select(RolePrivilegeRow.object_kind, RolePrivilegeRow.object_id, RolePrivilegeRow.privilege,
-                            RolePrivilegeRow.effect).where(
-        RolePrivilegeRow.role_id.in_(sorted(role_ids)),
-        or_(*(and_(RolePrivilegeRow.object_kind == kind, RolePrivilegeRow.object_id == object_id)
-              for kind, object_id in objects))))
-    return _apply(levels, list(rows))
 
 
 def _apply(levels: dict[str, Level], rows: list[Any]) -> dict[str, Level]:
@@ -168,14 +250,6 @@ def _apply(levels: dict[str, Level], rows: list[Any]) -> dict[str, Level]:
     return {key: replace(level, allowed=frozenset(allowed.get((level.kind, level.id or 0), ())),
                          denied=frozenset(denied.get((level.kind, level.id or 0), ())))
             for key, level in levels.items()}
-
-
-def _owner(creator: str | None, owner_row: int | None, owner_type: str | None,
-           owner_name: str | None) -> tuple[str, str] | None:
-    """An object's owner: its owner row when one was written (which may say "no owner"), else its creator."""
-    if owner_row is not None:
-        return (owner_type, owner_name) if owner_type and owner_name else None
-    return (USER, creator) if creator else None
 
 
 @functools.cache
@@ -194,15 +268,24 @@ def _facts_statement(depth: int, tag: bool, role: bool) -> Any:
     return statement
 
 
+#: the kind of the row _grants_statement adds when the caller holds the role the request names
+_HELD = "HELD"
+
+
 @functools.cache
-def _grants_statement(objects: int) -> Any:
-    """The caller's roles (role_id), each with its privileges on the request's objects (kind, id,
-    privilege, effect; NULL when it has none there): a LEFT JOIN, so a role without any still counts
-    (ROLE::SELF)."""
-    privilege = aliased(RolePrivilegeRow)
+def _grants_statement(objects: int, held: bool) -> Any:
+    """The privileges the caller's roles hold on the request's objects (kind, id, privilege, effect):
+    the principal's grants joined with their privileges there, so the rows are those privileges, however
+    many roles the caller holds. With `held`, one more row (HELD, role id) when the caller holds the
+    role the request names (ROLE::SELF)."""
+    member, privilege = aliased(RoleMemberRow), aliased(RolePrivilegeRow)
     on_objects = or_(*(and_(privilege.object_kind == bindparam(f"k{i}"), privilege.object_id == bindparam(f"i{i}"))
                        for i in range(objects))) if objects else false()
-    return (select(RoleMemberRow.role_id, privilege.object_kind, privilege.object_id, privilege.privilege,
-                   privilege.effect)
-            .outerjoin(privilege, and_(privilege.role_id == RoleMemberRow.role_id, on_objects))
-            .where(RoleMemberRow.principal_id == bindparam("principal")))
+    statement: Any = (select(privilege.object_kind, privilege.object_id, privilege.privilege, privilege.effect)
+                 .join(member, and_(member.role_id == privilege.role_id, member.principal_id == bindparam("principal")))
+                 .where(on_objects))
+    if held:
+        statement = statement.union_all(
+            select(literal(_HELD), member.role_id, null(), null()).where(
+                member.principal_id == bindparam("principal"), member.role_id == bindparam("role_id")))
+    return statement

@@ -11,7 +11,7 @@ from gravimeta import errors
 from gravimeta.access import rules
 from gravimeta.access.facts import CATALOG, METALAKE
 from gravimeta.api import dto, payloads
-from gravimeta.api.door import needs, visible
+from gravimeta.api.door import listed, needs
 from gravimeta.api.errors import error_body, note_refusal, operation
 from gravimeta.api.requests import dispatchers, drop_flag, flag, json_body, user
 from gravimeta.entities import Catalog
@@ -24,7 +24,7 @@ blueprint = Blueprint("catalogs", __name__, url_prefix="/api/metalakes/<metalake
 @needs(None, lists=rules.LOAD_CATALOG)
 @operation("catalog", "LIST")
 def list_catalogs(metalake: str) -> Any:
-    catalogs = visible(CATALOG, dispatchers().catalogs.list(metalake), lambda c: c.name)
+    catalogs = listed(CATALOG, lambda: dispatchers().catalogs.list(metalake), lambda c: c.name)
     if flag("details"):
         return dto.ok(catalogs=[_shown(c) for c in catalogs])
     return dto.ok(identifiers=dto.identifiers([metalake], [c.name for c in catalogs]))

@@ -21,7 +21,8 @@ nothing, and installs one before_request check that reads the endpoint's declara
 Structural operations (create, rename, drop) check again once their claim and TreeLock are held (the
 coordinator calls `recheck`), so that no other structural change of that scope (a drop and re-create
 of the same name by someone else) can come between the check and the change. Lists are filtered with
-the route's `lists` rule through `visible` / `visible_objects`.
+the route's `lists` rule through `visible`, `listed` (a list the store alone holds, read and filtered
+in one snapshot) and `visible_objects`.
 """
 
 from __future__ import annotations
@@ -184,7 +185,19 @@ class Door:
         filtering = self._filtering()
         if filtering is None:
             return items
-        declaration, facts = filtering
+        return self._shown(kind, items, name_of, *filtering, listed_here=False)
+
+    def listed(self, kind: str, load: Callable[[], list[T]], name_of: Callable[[T], str]) -> list[T]:
+        """`visible` of the list `load` reads from the store, read and filtered in one snapshot: the
+        filter then knows every item exists, and needs no read of the parent's children of its own."""
+        filtering = self._filtering()
+        if filtering is None:
+            return load()
+        with self.reader.store.snapshot():  # joined by the dispatcher's reads (EntityStore.snapshot)
+            return self._shown(kind, load(), name_of, *filtering, listed_here=True)
+
+    def _shown(self, kind: str, items: list[T], name_of: Callable[[T], str], declaration: Declaration, facts: Facts,
+               listed_here: bool) -> list[T]:
         assert declaration.lists is not None
         names = [name_of(i) for i in items]
         if kind == METALAKE:
@@ -192,8 +205,11 @@ class Door:
             return [i for i, n in zip(items, names, strict=True) if n in mine]
         if kind == USER:
             return [i for i, n in zip(items, names, strict=True) if declaration.lists.holds(facts.with_subject(n))]
-        levels = self.reader.children(facts, kind, names)
-        return [i for i, n in zip(items, names, strict=True) if declaration.lists.holds(facts.with_level(levels[n]))]
+        standings = self.reader.standings(facts, kind, names, listed_here=listed_here)
+        usual, unusual = rules.exceptions(declaration.lists, facts, standings)
+        if usual:
+            return [i for i, n in zip(items, names, strict=True) if n not in unusual] if unusual else items
+        return [i for i, n in zip(items, names, strict=True) if n in unusual]
 
     def visible_objects(self, metalake: str, objects: Iterable[T], describe: Callable[[T], tuple[str, str]]) -> list[T]:
         """The metadata objects (`describe` gives each one's type and full name) the caller may see."""
@@ -203,13 +219,12 @@ class Door:
             return items
         declaration, facts = filtering
         assert declaration.lists is not None
-        shown = []
+        targets = []
         for item in items:
             kind, full_name = describe(item)
-            target = target_of({"metalake": metalake, "kind": kind, "full_name": full_name})
-            if declaration.lists.holds(self.reader.facts(facts.user, target)):
-                shown.append(item)
-        return shown
+            targets.append(target_of({"metalake": metalake, "kind": kind, "full_name": full_name}))
+        verdicts = rules.each_holds(declaration.lists, self.reader.object_standings(facts, targets))
+        return [item for item, shown in zip(items, verdicts, strict=True) if shown]
 
 
 def _asks_to_modify() -> bool:
@@ -249,6 +264,12 @@ def visible(kind: str, items: list[T], name_of: Callable[[T], str]) -> list[T]:
     """Door.visible of the current app."""
     door: Door = current_app.extensions["gravimeta.door"]
     return door.visible(kind, items, name_of)
+
+
+def listed(kind: str, load: Callable[[], list[T]], name_of: Callable[[T], str]) -> list[T]:
+    """Door.listed of the current app: for lists the store alone holds (catalogs, tags, roles)."""
+    door: Door = current_app.extensions["gravimeta.door"]
+    return door.listed(kind, load, name_of)
 
 
 def visible_objects(metalake: str, objects: Iterable[T], describe: Callable[[T], tuple[str, str]]) -> list[T]:

@@ -10,7 +10,7 @@ from flask import Blueprint
 from gravimeta.access import rules
 from gravimeta.access.facts import METALAKE, ROLE
 from gravimeta.api import dto, payloads
-from gravimeta.api.door import needs, visible
+from gravimeta.api.door import listed, needs, visible
 from gravimeta.api.errors import operation, operation_names
 from gravimeta.api.requests import dispatchers, json_body, user
 from gravimeta.api.role_payloads import PrivilegeOverride, Privileges, RoleCreate, RoleNames, role_dto
@@ -35,7 +35,7 @@ def dispatcher() -> RoleDispatcher:
 @needs(None, lists=rules.LOAD_ROLE)
 @operation("role", "LIST")
 def list_roles(metalake: str) -> Any:
-    return dto.ok(names=visible(ROLE, dispatcher().list_names(metalake), str))
+    return dto.ok(names=listed(ROLE, lambda: dispatcher().list_names(metalake), str))
 
 
 @roles.post("")

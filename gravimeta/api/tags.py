@@ -12,7 +12,7 @@ from gravimeta import metadata_objects
 from gravimeta.access import rules
 from gravimeta.access.facts import METALAKE, TAG
 from gravimeta.api import dto, payloads
-from gravimeta.api.door import needs, visible, visible_objects
+from gravimeta.api.door import listed, needs, visible, visible_objects
 from gravimeta.api.errors import operation, operation_names
 from gravimeta.api.requests import flag, json_body, user
 from gravimeta.api.tag_payloads import TAG_UPDATES, TagCreate, TagsAssociate, metadata_object, tag
@@ -30,7 +30,7 @@ def tags() -> TagDispatcher:
 @needs(None, lists=rules.LOAD_TAG)
 @operation("tag", "LIST", parent_arg="metalake")
 def list_tags(metalake: str) -> Any:
-    found = visible(TAG, tags().list_tags(metalake), lambda t: t.name)
+    found = listed(TAG, lambda: tags().list_tags(metalake), lambda t: t.name)
     if flag("details"):
         return dto.ok(tags=[tag(t) for t in found])
     return dto.ok(names=[t.name for t in found])

@@ -12,7 +12,11 @@ what the locks do not):
 - a grant of roles to a user or group locks the principal's row FOR UPDATE and each role's FOR SHARE:
   a deletion of the role waits, then takes the grant with it; a grant that waited finds no role (400
   IllegalRoleException, as Gravitino answers);
-- a role's deletion deletes its row: its privileges and grants go with it (ON DELETE CASCADE).
+- a role's deletion deletes its row: its privileges and grants go with it (ON DELETE CASCADE);
+- a role create or override resolves its objects in a snapshot before its write (roles/resolve.py),
+  then locks each FOR SHARE by id in the write and checks it is unchanged, else resolves again: the
+  write holds its locks (on SQLite, the store's one write lock) for a normal write's time.
+Caps (roles/limits.py): securable objects per role, roles per user or group.
 The door reads none of this through a cache: a revoke is seen by the next request on every replica.
 GRAVIMETA_HA_DISABLE=no_role_lock (TEST-ONLY) reads the role and object rows without locks
 (tests/ha/test_access_races.py shows what then goes wrong).
@@ -24,16 +28,20 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from gravimeta import errors, failpoints
+from gravimeta.access import bulk
 from gravimeta.entities import Audit
 from gravimeta.metadata_objects import MetadataObject
 from gravimeta.ownership.models import GROUP, PrincipalRow
+from gravimeta.roles import resolve
+from gravimeta.roles.limits import RoleLimits
 from gravimeta.roles.models import OBJECT_COLUMNS, RoleMemberRow, RolePrivilegeRow, RoleRow
 from gravimeta.roles.privileges import Privilege, check_binding, check_no_duplicates
+from gravimeta.roles.resolve import Target
 from gravimeta.store import EntityStore, objects
 from gravimeta.store.attached_models import TagRow
 from gravimeta.store.database import disabled_for_test
@@ -42,6 +50,9 @@ from gravimeta.store.models import CatalogRow, MetalakeRow
 
 T = TypeVar("T")
 _RETRIES = 5
+#: resolutions in a snapshot before a role create or override resolves inside its write (the tree
+#: changed under each of them: renames, drops, disables racing the request)
+_RESOLVE_ATTEMPTS = 3
 Grants = list[tuple[MetadataObject, list[Privilege]]]
 
 
@@ -60,28 +71,23 @@ class Role:
     audit: Audit
 
 
-@dataclass(frozen=True)
-class Target:
-    """An object a privilege can name: its kind (upper case), its id, its metalake, and the type of the
-    catalog it is or is in (upper case, None above catalogs)."""
-
-    kind: str
-    id: int
-    metalake_id: int
-    catalog_type: str | None = None
+class _Changed(Exception):
+    """The tree changed between a role's resolution in a snapshot and its write (resolve.verify)."""
 
 
 class RoleStore:
-    def __init__(self, store: EntityStore):
+    def __init__(self, store: EntityStore, limits: RoleLimits | None = None):
         self.store = store
+        self.limits = limits or RoleLimits()
 
     # ------------------------------------------------------------------ roles
 
     def create(self, m: str, name: str, properties: dict[str, str], grants: Grants, user: str) -> Role:
         """A new role owned by `user`. Each object must exist (else IllegalMetadataObject, as Gravitino
-        answers a create) and take its privileges."""
+        answers a create) and take its privileges; at most the cap of objects (IllegalArgument)."""
+        self.limits.check_objects(name, len(grants))
 
-        def work(s: Session) -> Role:
+        def work(s: Session, resolved: resolve.Resolved | None) -> Role:
             metalake_id = _metalake_in_use(s, m, lock="share")
             now = now_iso()
             role = RoleRow(metalake_id=metalake_id, name=name, properties=properties, creator=user,
@@ -93,15 +99,10 @@ class RoleStore:
                 if is_unique_violation(exc):
                     raise errors.RoleAlreadyExists(f"Role {name} in the metalake {m} already exists") from exc
                 raise
-            for obj, privileges in grants:
-                try:
-                    target = self._target(s, m, obj, privileges)
-                except errors.NotFound as exc:
-                    raise errors.IllegalMetadataObject(exc.message) from exc
-                _insert(s, role.id, target, privileges)
+            _insert_all(s, role.id, self._verified(s, m, metalake_id, grants, resolved, creating=True))
             return _role_of(s, role)
 
-        return self.store.write(work)
+        return self._resolved_write(m, grants, work, creating=True)
 
     def get(self, m: str, name: str) -> Role:
         with self.store.snapshot() as s:
@@ -136,10 +137,12 @@ class RoleStore:
 
     def grant_privileges(self, m: str, name: str, obj: MetadataObject, privileges: list[Privilege], user: str) -> Role:
         """Add `privileges` on `obj` to the role; IllegalPrivilege when the role would then hold one
-        privilege name with both conditions on the object."""
+        privilege name with both conditions on the object, IllegalArgument past the cap of objects."""
 
         def change(s: Session, role: RoleRow, target: Target, held: list[Privilege]) -> None:
             check_no_duplicates([*held, *privileges])
+            if not held:  # a new securable object of the role (the role's row lock orders the count)
+                self.limits.check_objects(name, _object_count(s, role.id) + 1)
             _insert(s, role.id, target, [p for p in dict.fromkeys(privileges) if p not in held])
 
         return self._change_privileges(m, name, obj, privileges, user, change)
@@ -158,19 +161,67 @@ class RoleStore:
         return self._change_privileges(m, name, obj, privileges, user, change)
 
     def override(self, m: str, name: str, grants: Grants, user: str) -> Role:
-        """Replace every privilege of the role by `grants`."""
+        """Replace every privilege of the role by `grants` (at most the cap of objects)."""
+        self.limits.check_objects(name, len(grants))
 
-        def work(s: Session) -> Role:
+        def work(s: Session, resolved: resolve.Resolved | None) -> Role:
             metalake_id = _metalake_in_use(s, m, lock="share")
             role = _role_row(s, m, metalake_id, name, lock=_lock("update"))
-            targets = [(self._target(s, m, obj, privileges), privileges) for obj, privileges in grants]
+            targets = self._verified(s, m, metalake_id, grants, resolved, creating=False)
             s.execute(delete(RolePrivilegeRow).where(RolePrivilegeRow.role_id == role.id))
-            for target, privileges in targets:
-                _insert(s, role.id, target, privileges)
+            _insert_all(s, role.id, targets)
             _touch(s, role, user)
             return _role_of(s, role)
 
-        return self.store.write(work)
+        def exists(s: Session, metalake_id: int) -> None:
+            _role_row(s, m, metalake_id, name)  # NoSuchRole before any object's error, as before
+
+        return self._resolved_write(m, grants, work, creating=False, first=exists)
+
+    def _resolved_write(self, m: str, grants: Grants, work: Callable[[Session, resolve.Resolved | None], T],
+                        creating: bool, first: Callable[[Session, int], None] | None = None) -> T:
+        """`work` in a write transaction, given `grants` resolved in a snapshot before it (None: resolve
+        them inside, the last resort when the tree changed under each earlier resolution), so that the
+        write holds its locks for a normal write's time, not for the resolution of up to the cap of
+        objects (gravimeta/roles/resolve.py)."""
+        in_write = disabled_for_test("role_resolve_in_write")  # TEST-ONLY: the old way, inside the write
+        for _ in range(0 if in_write else _RESOLVE_ATTEMPTS):
+            with self.store.snapshot() as s:
+                metalake_id = _metalake_in_use(s, m)
+                if first is not None:
+                    first(s, metalake_id)
+                resolved = resolve.resolve(s, m, metalake_id, grants,
+                                           lambda s, obj, privileges: self._target_of(s, m, obj, privileges, creating))
+            failpoints.hit("role.after_resolve", metalake=m, objects=len(grants))
+            try:
+                return self._retry_unique(_with(work, resolved))
+            except _Changed:
+                continue
+        return self._retry_unique(lambda s: work(s, None))
+
+    def _verified(self, s: Session, m: str, metalake_id: int, grants: Grants, resolved: resolve.Resolved | None,
+                  creating: bool) -> list[tuple[Target, list[Privilege]]]:
+        """Inside the write: the targets resolved before it, verified (else _Changed), or, without
+        them, resolved here one by one under FOR SHARE locks."""
+        if resolved is None:
+            found = [(self._target_of(s, m, obj, privileges, creating, lock="share"), privileges)
+                     for obj, privileges in grants]
+            failpoints.hit("role.after_resolve", metalake=m, objects=len(grants))
+            return found
+        unverified = disabled_for_test("role_verify")  # TEST-ONLY: the snapshot's ids as they are
+        if not unverified and not resolve.verify(s, metalake_id, resolved, lock=_lock("share") is not None):
+            raise _Changed()
+        return [(target, privileges) for _, privileges, target in resolved]
+
+    def _target_of(self, s: Session, m: str, obj: MetadataObject, privileges: list[Privilege], creating: bool,
+                   lock: str | None = None) -> Target:
+        """One object resolved one by one; a create answers a missing one IllegalMetadataObject."""
+        try:
+            return self._target(s, m, obj, privileges, lock=lock)
+        except errors.NotFound as exc:
+            if creating:
+                raise errors.IllegalMetadataObject(exc.message) from exc
+            raise
 
     def _change_privileges(self, m: str, name: str, obj: MetadataObject, privileges: list[Privilege], user: str,
                            change: Callable[[Session, RoleRow, Target, list[Privilege]], None]) -> Role:
@@ -192,29 +243,39 @@ class RoleStore:
     # ------------------------------------------------------------------ roles of users and groups
 
     def grant_roles(self, m: str, kind: str, principal: str, names: list[str], user: str) -> None:
+        """Grant the roles `names` to the user or group; at most the cap of roles (IllegalArgument)."""
+        self.limits.check_roles(kind, principal, len(set(names)))
+
         def change(s: Session, row: PrincipalRow, role_ids: list[int]) -> None:
             have = set(s.scalars(select(RoleMemberRow.role_id).where(RoleMemberRow.principal_id == row.id)))
-            s.add_all(RoleMemberRow(principal_id=row.id, role_id=r) for r in dict.fromkeys(role_ids) if r not in have)
+            new = [r for r in dict.fromkeys(role_ids) if r not in have]
+            self.limits.check_roles(kind, principal, len(have) + len(new))
+            if new:
+                s.execute(insert(RoleMemberRow), [{"principal_id": row.id, "role_id": r} for r in new])
 
         self._retry_unique(lambda s: self._change_roles(s, m, kind, principal, names, user, change))
 
     def revoke_roles(self, m: str, kind: str, principal: str, names: list[str], user: str) -> None:
         def change(s: Session, row: PrincipalRow, role_ids: list[int]) -> None:
-            s.execute(delete(RoleMemberRow).where(RoleMemberRow.principal_id == row.id,
-                                                  RoleMemberRow.role_id.in_(role_ids)))
+            for batch in bulk.chunks(sorted(set(role_ids))):
+                s.execute(delete(RoleMemberRow).where(RoleMemberRow.principal_id == row.id,
+                                                      RoleMemberRow.role_id.in_(batch)))
 
         self.store.write(lambda s: self._change_roles(s, m, kind, principal, names, user, change))
 
     def _change_roles(self, s: Session, m: str, kind: str, principal: str, names: list[str], user: str,
                       change: Callable[[Session, PrincipalRow, list[int]], None]) -> None:
-        """Gravitino's order: the roles first (a missing one is IllegalRole), then the user or group."""
+        """Gravitino's order: the roles first (a missing one is IllegalRole), then the user or group.
+        The roles are read FOR SHARE, at most bulk.BATCH names per statement."""
         metalake_id = _metalake_in_use(s, m, lock="share")
-        role_ids = []
+        found: dict[str, int] = {}
+        for batch in bulk.chunks(sorted(set(names))):
+            query = select(RoleRow.name, RoleRow.id).where(RoleRow.metalake_id == metalake_id, RoleRow.name.in_(batch))
+            found.update(s.execute(_lock_query(query.order_by(RoleRow.id), _lock("share"))).all())
         for name in names:
-            try:
-                role_ids.append(_role_row(s, m, metalake_id, name, lock=_lock("share")).id)
-            except errors.NoSuchRole as exc:
-                raise errors.IllegalRole(exc.message) from None
+            if name not in found:
+                raise errors.IllegalRole(f"Role {name} does not exist in the metalake {m}")
+        role_ids = [found[n] for n in names]
         failpoints.hit("role.after_lock", role=",".join(names), object=principal)
         row = s.scalar(_lock_query(select(PrincipalRow).where(
             PrincipalRow.metalake_id == metalake_id, PrincipalRow.kind == kind, PrincipalRow.name == principal),
@@ -251,7 +312,7 @@ class RoleStore:
             catalog_type = (s.scalar(select(CatalogRow.type).where(CatalogRow.id == catalog_id)) or "").upper()
             for privilege in privileges:
                 check_binding(privilege, kind, obj.full_name, catalog_type)
-        return Target(kind, resolved.id, resolved.metalake_id, catalog_type)
+        return Target(kind, resolved.id, resolved.metalake_id, catalog_type, catalog_id)
 
     def _retry_unique(self, work: Callable[[Session], T]) -> T:
         """store.write, again when a concurrent insert of the same key won the race (the unique keys
@@ -263,6 +324,10 @@ class RoleStore:
                 if not is_unique_violation(exc) or attempt == _RETRIES - 1:
                     raise
         raise AssertionError("unreachable")
+
+
+def _with(work: Callable[[Session, resolve.Resolved | None], T], resolved: resolve.Resolved) -> Callable[[Session], T]:
+    return lambda s: work(s, resolved)
 
 
 # ---------------------------------------------------------------------- statements
@@ -297,13 +362,29 @@ def _role_row(s: Session, m: str, metalake_id: int, name: str, lock: str | None 
 
 
 def _insert(s: Session, role_id: int, target: Target, privileges: Iterable[Privilege]) -> None:
-    for p in privileges:
-        values: dict[str, Any] = {"role_id": role_id, "object_kind": target.kind, "object_id": target.id,
-                                  "metalake_id": target.metalake_id, "privilege": p.name, "effect": p.condition}
-        if target.kind != "METALAKE":
-            values[OBJECT_COLUMNS[target.kind]] = target.id
-        s.add(RolePrivilegeRow(**values))
-    s.flush()
+    _insert_all(s, role_id, [(target, list(privileges))])
+
+
+def _insert_all(s: Session, role_id: int, targets: Iterable[tuple[Target, list[Privilege]]]) -> None:
+    """The privilege rows of `targets`, in order, in batches of one statement each."""
+    rows: list[dict[str, Any]] = []
+    for target, privileges in targets:
+        for p in privileges:
+            values: dict[str, Any] = {"role_id": role_id, "object_kind": target.kind, "object_id": target.id,
+                                      "metalake_id": target.metalake_id, "privilege": p.name, "effect": p.condition}
+            for kind, column in OBJECT_COLUMNS.items():
+                if kind != "METALAKE":
+                    values[column] = target.id if kind == target.kind else None
+            rows.append(values)
+    for batch in bulk.chunks(rows):
+        s.execute(insert(RolePrivilegeRow), list(batch))
+
+
+def _object_count(s: Session, role_id: int) -> int:
+    """How many securable objects the role holds."""
+    pairs = select(RolePrivilegeRow.object_kind, RolePrivilegeRow.object_id).where(
+        RolePrivilegeRow.role_id == role_id).distinct().subquery()
+    return int(s.scalar(select(func.count()).select_from(pairs)) or 0)
 
 
 def _touch(s: Session, role: RoleRow, user: str) -> None:

@@ -8,12 +8,14 @@ name inherits none."""
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import pytest
 
 from tests.api.helpers import Api, Ref, error, fresh, ok
-from tests.compat.conftest import ADMIN
+from tests.compat.conftest import ADMIN, AUTHORIZED
+from tests.support import access_seed
 
 ALLOW, DENY = "allow", "deny"
 
@@ -294,3 +296,63 @@ def test_a_user_sees_the_roles_granted_to_it_and_an_override_replaces_every_priv
     role = ok(admin.put(f"{metalake.path}/permissions/roles/{mine}", {"overrides": overrides}))["role"]
     assert role["securableObjects"] == [securable("schema", full_name(schema), privilege("use_schema", DENY))]
     error(bob.get(catalog.path), 403, 1008, "ForbiddenException")  # its USE_CATALOG went with the override
+
+
+# ---------------------------------------------------------------------- caps
+
+
+OBJECTS_CAP, ROLES_CAP = 1000, 1000
+
+
+def test_a_role_holds_at_most_the_cap_of_securable_objects_and_a_400_names_the_cap(admin, tree, apps):
+    metalake = metalake_of(tree)
+    engine = apps(**AUTHORIZED).extensions["gravimeta"].store.engine
+    catalogs = sorted(access_seed.seed(engine, metalake.name, "catalog", [f"k{i:04d}" for i in range(OBJECTS_CAP)]))
+    at_cap = [securable("catalog", c, privilege("USE_CATALOG")) for c in catalogs]
+    name = create_role(admin, metalake, *at_cap)
+    assert len(ok(admin.get(f"{metalake.path}/roles/{name}"))["role"]["securableObjects"]) == OBJECTS_CAP
+    message = error(grant(admin, metalake, name, metalake, privilege("CREATE_CATALOG")), 400, 1001,
+                    "IllegalArgumentException", in_message=f"at most {OBJECTS_CAP} securable objects")
+    assert "gravimeta.limits.role-securable-objects-max-count" in message and "would hold 1001" in message
+    ok(grant(admin, metalake, name, tree.parent.parent.sibling(catalogs[0]), privilege("USE_SCHEMA")))  # not a new one
+    over = [*at_cap, securable("metalake", metalake.name, privilege("CREATE_CATALOG"))]
+    refused = fresh("role")
+    error(admin.post(f"{metalake.path}/roles", {"name": refused, "securableObjects": over}), 400, 1001,
+          "IllegalArgumentException", in_message=f"role {refused} would hold 1001")
+    error(admin.get(f"{metalake.path}/roles/{refused}"), 404, 1003, "NoSuchRoleException")
+    error(admin.put(f"{metalake.path}/permissions/roles/{name}", {"overrides": over}), 400, 1001,
+          "IllegalArgumentException", in_message=f"at most {OBJECTS_CAP} securable objects")
+    assert len(ok(admin.get(f"{metalake.path}/roles/{name}"))["role"]["securableObjects"]) == OBJECTS_CAP
+
+
+def test_a_user_holds_at_most_the_cap_of_roles_and_a_400_names_the_cap(admin, tree, apps):
+    metalake = metalake_of(tree)
+    engine = apps(**AUTHORIZED).extensions["gravimeta"].store.engine
+    roles = access_seed.seed(engine, metalake.name, "role", [f"r{i:04d}" for i in range(ROLES_CAP + 1)])
+    names = sorted(roles)
+    access_seed.give_roles(engine, metalake.name, "bob", [roles[n] for n in names[:ROLES_CAP - 1]])
+    assert len(give(admin, metalake, names[ROLES_CAP - 1])["roles"]) == ROLES_CAP
+    message = error(admin.put(f"{metalake.path}/permissions/users/bob/grant", {"roleNames": [names[ROLES_CAP]]}),
+                    400, 1001, "IllegalArgumentException", in_message=f"at most {ROLES_CAP} roles")
+    assert "gravimeta.limits.principal-roles-max-count" in message and "user bob would hold 1001" in message
+    ok(admin.put(f"{metalake.path}/permissions/users/bob/grant", {"roleNames": [names[0]]}))  # held already
+    error(admin.put(f"{metalake.path}/permissions/users/carol/grant", {"roleNames": names}), 400, 1001,
+          "IllegalArgumentException", in_message="user carol would hold 1001")  # before anything is read
+    give(admin, metalake, names[0], verb="revoke")
+    assert len(give(admin, metalake, names[ROLES_CAP])["roles"]) == ROLES_CAP
+
+
+def test_the_caps_are_settings(apps, tree):
+    metalake = metalake_of(tree)
+    client = apps(**AUTHORIZED, max_role_securable_objects=2, max_principal_roles=1).test_client()
+    client.environ_base["HTTP_AUTHORIZATION"] = "Basic " + base64.b64encode(f"{ADMIN}:x".encode()).decode()
+    capped = Api(client)
+    three = [securable("metalake", metalake.name, privilege("CREATE_ROLE")),
+             securable("catalog", tree.levels[1], privilege("USE_CATALOG")),
+             securable("schema", ".".join(tree.levels[1:3]), privilege("USE_SCHEMA"))]
+    error(capped.post(f"{metalake.path}/roles", {"name": fresh("role"), "securableObjects": three}), 400, 1001,
+          "IllegalArgumentException", in_message="at most 2 securable objects")
+    first, second = create_role(capped, metalake, *three[:2]), create_role(capped, metalake)
+    give(capped, metalake, first)
+    error(capped.put(f"{metalake.path}/permissions/users/bob/grant", {"roleNames": [second]}), 400, 1001,
+          "IllegalArgumentException", in_message="at most 1 roles")

@@ -103,6 +103,12 @@ GRAVIMETA_HA_DISABLE (test-only) names one mechanism, or several separated by co
   no_role_lock      role grants read the role, user and object rows without row locks
                     (gravimeta/roles/store.py; tests/ha/test_access_races.py: a 500 where a racing
                     deletion or drop committed first)
+  role_resolve_in_write  a role create or override resolves its securable objects one by one inside its
+                    write transaction instead of in a snapshot before it (gravimeta/roles/store.py;
+                    test_role_resolution.py: on a SQLite store every other write waits for it)
+  role_verify       a role create or override writes the ids its snapshot resolved without verifying them
+                    in the write (gravimeta/roles/store.py; test_role_resolution.py: a table dropped in
+                    between fails the create with a 500, one renamed in between gets the privilege)
   root_fence        an advisory claim on the root (a metalake create, rename or drop under AUTO or
                     PG_ADVISORY) leaves the fence counters as they were (pg_advisory.py;
                     test_fence_order.py, tests/engine/test_metalake_rename_fences.py: a renamed
@@ -152,10 +158,10 @@ GRAVIMETA_HA_DISABLE (test-only) names one mechanism, or several separated by co
 The switches read by the server itself (no_snapshot, no_row_lock, advisory_queue, no_owner_lock,
 tag_object_lock, statistics_row_lock, engine_fence, identity_keys, import_barrier, retire, retire_delivery,
 retire_moved, retire_lasting, connector_identity, request_buffering, response_buffering, commit_session_end,
-no_access_recheck, access_cache, no_role_lock, root_fence, dropped_schema, node_revision_fallback,
-durable_fence, repair_preview, fresh_grant, create_shape, root_hold_back, root_wait_expiry, root_hold_cap) go through
-gravimeta.store.database.disabled_for_test (root_wait.py: gravimeta.failpoints.disabled_for_test, the same function)
-and are marked TEST-ONLY where they act.
+no_access_recheck, access_cache, no_role_lock, role_resolve_in_write, role_verify, root_fence, dropped_schema,
+node_revision_fallback, durable_fence, repair_preview, fresh_grant, create_shape, root_hold_back, root_wait_expiry,
+root_hold_cap) go through gravimeta.store.database.disabled_for_test (root_wait.py: gravimeta.failpoints.disabled_for_test,
+the same function) and are marked TEST-ONLY where they act.
 """
 
 from __future__ import annotations
