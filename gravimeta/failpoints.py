@@ -23,6 +23,9 @@ Actions (the file's first line):
   fail         raise FailpointError (an unexpected error, as a bug or a crash mid-step would be)
   raise <Name> raise gravimeta.errors.<Name> with a message naming the failpoint
   exit         os._exit(70): the process dies on the spot, as a kill -9 would leave it
+  note         append the hit's context (JSON, one line, with the pid and the monotonic time) to
+               <dir>/<name>@<tag>.notes and go on: a test learns what a process did there (the fence
+               of each claim an operation ran under) without changing its timing
 A second line `once` makes the first process that hits the point take the arming file (an atomic
 rename), so exactly one hit acts. A line `scope=<prefix>` limits the arming to hits whose context has a
 `scope` (a claim's path, '/m/c/s') starting with <prefix>: a test can stop a process while it holds a
@@ -50,6 +53,7 @@ _POLL_S = 0.005
 #: somewhere in the source and that the source hits no other.
 FAILPOINTS: dict[str, str] = {
     "claim.before_grant": "lease claim: the claim transaction is about to commit its grant",
+    "claim.granted": "lease claim: the grant committed and its fence came back, not yet judged fresh or spent",
     "claim.after_grant": "lease claim: granted and committed, before the operation runs",
     "claim.root_waiting": "lease root claim: an attempt found the tree busy and recorded the claim as the waiting "
                           "root claim (new claims are held back), before it backs off",
@@ -162,6 +166,8 @@ def _act(directory: Path, name: str, context: dict[str, Any]) -> None:
         raise getattr(errors, args[0])(f"failpoint {name} raised {args[0]}")
     elif action == "exit":
         os._exit(70)
+    elif action == "note":
+        _note(directory, name, context)
     else:
         raise ValueError(f"failpoint {name}: unknown action {action!r}")
 
@@ -186,6 +192,13 @@ def _pause(directory: Path, name: str, armed: Path, context: dict[str, Any]) -> 
         time.sleep(_POLL_S)
     for leftover in (reached, resume):
         leftover.unlink(missing_ok=True)
+
+
+def _note(directory: Path, name: str, context: dict[str, Any]) -> None:
+    line = json.dumps({"pid": os.getpid(), "tag": _tag, "at": time.monotonic(),
+                       **{k: str(v) for k, v in context.items()}})
+    with open(directory / f"{name}@{_tag}.notes", "a") as notes:  # one write of one line: O_APPEND keeps lines whole
+        notes.write(line + "\n")
 
 
 def disabled_for_test(mechanism: str) -> bool:

@@ -128,7 +128,7 @@ class Coordinator:
                 yield
             return
         claim = self.claims.claim(scope)
-        failpoints.hit("claim.after_grant", scope=claim.path)
+        failpoints.hit("claim.after_grant", scope=claim.path, fence=claim.fence)
         own = claim if isinstance(claim, TransactionClaim) else None
         token, current = _one_transaction.set(claim.one_transaction), _current.set(claim)
         try:

@@ -52,7 +52,7 @@ log = logging.getLogger(__name__)
 #: without it. Never set by the server.
 UNSAFE_NAIVE_CLAIM = "naive_claim"  # SELECT conflicts, then INSERT in another transaction, no anchors
 UNSAFE_NO_FENCE = "no_fence"  # the fence guard does nothing
-UNSAFE_NO_LOCAL_DEADLINE = "no_local_deadline"  # trust the claim locally forever (only the DB check)
+UNSAFE_NO_LOCAL_DEADLINE = "no_local_deadline"  # trust the claim locally forever, lost or not (only the DB check)
 
 
 class ClaimBackend(Protocol):
@@ -61,6 +61,7 @@ class ClaimBackend(Protocol):
 
     engine: Engine
     dialect: str
+    ttl_ms: int
     durable_claims: bool
     unsafe: frozenset[str]
 
@@ -84,14 +85,16 @@ class LeaseClaim:
 
     def time_left(self) -> float:
         """Seconds until the local deadline (0 once lost): how long this holder may still act."""
+        if UNSAFE_NO_LOCAL_DEADLINE in self.backend.unsafe:  # TEST-ONLY: a whole lease left, always
+            return self.backend.ttl_ms / 1000
         return 0.0 if not self.trusted() else max(0.0, self.deadline - time.monotonic())
 
     def trusted(self) -> bool:
         """Whether this process may still act on the claim without asking the database."""
+        if UNSAFE_NO_LOCAL_DEADLINE in self.backend.unsafe:  # TEST-ONLY: whatever its clock and renewals say
+            return True
         if self.lost:
             return False
-        if UNSAFE_NO_LOCAL_DEADLINE in self.backend.unsafe:
-            return True
         if time.monotonic() >= self.deadline:
             self.mark_lost("not renewed before its local deadline")
         return not self.lost

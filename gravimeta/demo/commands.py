@@ -22,7 +22,7 @@ def demo_command() -> None:
               help="a `gravimeta cluster` run directory to take replicas, store URL and SQLite root from.")
 @click.option("--sqlite-root", type=click.Path(file_okay=False),
               help="the replicas' GRAVIMETA_SQLITE_CATALOG_ROOT (to compare the sqlite catalog's real files).")
-@click.option("--ops", type=click.IntRange(1, 100_000), default=600, show_default=True, help="operations to send.")
+@click.option("--ops", type=click.IntRange(1, 100_000), default=400, show_default=True, help="operations to send.")
 @click.option("--seconds", type=click.FloatRange(1, 3600), default=40.0, show_default=True,
               help="no new operation starts after this; requests in flight finish (up to 60 s more), then the check.")
 @click.option("--threads", type=click.IntRange(1, 64), default=12, show_default=True)

@@ -3,11 +3,21 @@ the history checker on the final state.
 
 Setup (through the first replica): a fresh metalake with a `sqlite` catalog (a real SQLite file that
 every replica shares: store and engine can really diverge) and a `memory` catalog, each with schemas
-s0..s2 holding tables t0, t1. Then `threads` workers send, each to a random replica (directly, not
-through the load balancer, so that conflicting requests really run on different nodes), operations
-drawn from a small name space so that they collide: cross-schema and same-schema table renames,
-drop-cascade of a schema against creates of tables in it, renames against drops, same-name creates,
-schema re-creates. Bounded by `ops` and `seconds`.
+s0..s7 holding a table t0. Then `threads` // 3 workers send conflicts, each request to a random replica
+(directly, not through the load balancer, so that conflicting requests really run on different nodes).
+Bounded by `ops` and `seconds`.
+
+The workload aims at the window that only the distributed lock closes. A `sqlite` catalog's schema drop
+is journalled: intent, engine call, store step. With the lock off, any other structural request in that
+catalog (each first repairs the open intents it finds there) can find the drop's intent after its engine
+call and before its store step: the engine no longer has the schema, so it rolls the drop forward. The
+drop then finds nothing to delete and answers `dropped: false`, and a create of the same name on a third
+replica succeeds: two acknowledged creates of one schema with no acknowledged removal in between (or a
+table acknowledged, then gone). So each conflict is a schema drop fired together with creates of that
+schema (or of a table in it) on the other replicas. Each worker has schemas of its own in the shared
+catalog, so that another worker's acknowledged drop cannot excuse what its conflict left. One conflict in
+five goes to the `memory` catalog, whose operations are each one store transaction that the store's row
+locks serialise: the control, clean either way.
 """
 
 from __future__ import annotations
@@ -26,7 +36,7 @@ from gravimeta.demo.client import Recorder, Replica
 from gravimeta.demo.history import History, Report, check
 from gravimeta.demo.state import read_state
 
-SCHEMAS = ("s0", "s1", "s2")
+SCHEMAS = tuple(f"s{i}" for i in range(8))
 TABLES = ("t0", "t1", "t2", "t3")
 
 
@@ -35,7 +45,7 @@ class RaceConfig:
     replicas: list[Replica]
     engine: Engine
     sqlite_root: Path | None
-    ops: int = 600
+    ops: int = 400
     seconds: float = 40.0
     threads: int = 12
     seed: int | None = None
@@ -66,8 +76,7 @@ def setup(recorder: Recorder, replica: Replica, run_id: str, providers: tuple[st
         catalogs[name] = {"provider": provider, **properties}
         for schema in SCHEMAS:
             _must(recorder.create_schema(replica, name, schema))
-            for table in TABLES[:2]:
-                _must(recorder.create_table(replica, name, schema, table))
+            _must(recorder.create_table(replica, name, schema, TABLES[0]))
     return catalogs
 
 
@@ -79,30 +88,40 @@ def _must(op: object) -> None:
 Step = Callable[[Replica], object]
 
 
-def _scenario(rng: random.Random, rec: Recorder, catalog: str) -> tuple[list[Step], list[Step]]:
-    """One conflict: (preparation steps run one after the other, so that the conflict is real;
-    operations then fired at the same moment on different replicas)."""
-    s, s2 = rng.sample(SCHEMAS, 2)
+def _scenario(rng: random.Random, rec: Recorder, catalog: str, schemas: tuple[str, ...]) -> tuple[list[Step], list[Step]]:
+    """One conflict on one of `schemas`: (preparation steps run one after the other, so that the conflict
+    is real; operations then fired at the same moment on different replicas)."""
+    s = rng.choice(schemas)
     t, t2 = rng.sample(TABLES, 2)
-    prepare: list[Step] = [lambda r: rec.create_schema(r, catalog, s), lambda r: rec.create_schema(r, catalog, s2),
-                           lambda r: rec.create_table(r, catalog, s, t)]
-    scenarios: dict[str, list[Step]] = {
-        "rename vs drop": [lambda r: rec.rename_table(r, catalog, s, t, s2 if rng.random() < 0.5 else s, t2),
-                           lambda r: rec.drop_table(r, catalog, s, t)],
-        "drop-cascade vs create table": [lambda r: rec.drop_schema(r, catalog, s, cascade=True),
-                                         lambda r: rec.create_table(r, catalog, s, t2),
-                                         lambda r: rec.rename_table(r, catalog, s, t, s, t2)],
-        "same-name creates": [lambda r: rec.create_table(r, catalog, s2, t) for _ in range(3)],
-        "cross-schema renames": [lambda r: rec.rename_table(r, catalog, s, t, s2, t),
-                                 lambda r: rec.create_table(r, catalog, s2, t),
-                                 lambda r: rec.drop_schema(r, catalog, s2, cascade=True)],
-        "rename vs rename": [lambda r: rec.rename_table(r, catalog, s, t, s, t2),
-                             lambda r: rec.rename_table(r, catalog, s, t, s2, t2)],
-        "drop vs re-create schema": [lambda r: rec.drop_schema(r, catalog, s, cascade=True),
-                                     lambda r: rec.create_schema(r, catalog, s),
-                                     lambda r: rec.create_table(r, catalog, s, t2)],
+
+    def schema(name: str) -> Step:
+        return lambda r: rec.create_schema(r, catalog, name)
+
+    def table(name: str) -> Step:
+        return lambda r: rec.create_table(r, catalog, s, name)
+
+    def drop_schema(r: Replica) -> object:
+        return rec.drop_schema(r, catalog, s, cascade=True)
+
+    # name: (weight, preparation, the conflict): a drop and, on other replicas, creates of the same name
+    scenarios: dict[str, tuple[int, list[Step], list[Step]]] = {
+        "drop vs re-create schema": (2, [schema(s), table(t)], [drop_schema, schema(s), table(t2)]),
+        "drop vs two re-creates": (1, [schema(s)], [drop_schema, schema(s), schema(s)]),
+        "drop vs create table in it": (1, [schema(s)], [drop_schema, table(t2), schema(s)]),
     }
-    return prepare, scenarios[rng.choice(sorted(scenarios))]
+    names = sorted(scenarios)
+    _, prepare, conflict = scenarios[rng.choices(names, weights=[scenarios[n][0] for n in names])[0]]
+    return prepare, conflict
+
+
+def _catalog(rng: random.Random, catalogs: dict[str, dict[str, str]]) -> str:
+    """The catalog of the next conflict: a `sqlite` one four times in five (its operations have the
+    windows), another one otherwise (the `memory` control)."""
+    names = sorted(catalogs)
+    journalled = [n for n in names if catalogs[n]["provider"] == "sqlite"]
+    if journalled and (len(journalled) == len(names) or rng.random() < 0.8):
+        return rng.choice(journalled)
+    return rng.choice([n for n in names if n not in journalled])
 
 
 def _fire(steps: list[Step], replicas: list[Replica], rng: random.Random) -> None:
@@ -132,17 +151,19 @@ def run_race(cfg: RaceConfig, progress: Callable[[str], None] | None = None) -> 
     recorder = Recorder(history, f"race_{run_id}")
     catalogs = setup(recorder, cfg.replicas[0], run_id, cfg.catalogs)
     setup_ops = len(history.ops)
-    names = sorted(catalogs)
     issued = 0
     issued_lock = threading.Lock()
     started = time.monotonic()
     deadline = started + cfg.seconds
 
+    runners = max(1, cfg.threads // 3)  # each runner fires 3 requests at once
+
     def worker(index: int) -> None:
         nonlocal issued
         local = random.Random(rng.random() + index)
+        mine = SCHEMAS[index::runners] or SCHEMAS  # its own schemas: another worker's drop excuses nothing
         while time.monotonic() < deadline:
-            prepare, steps = _scenario(local, recorder, local.choice(names))
+            prepare, steps = _scenario(local, recorder, _catalog(local, catalogs), mine)
             with issued_lock:
                 if issued + len(prepare) + len(steps) > cfg.ops:
                     return
@@ -152,7 +173,6 @@ def run_race(cfg: RaceConfig, progress: Callable[[str], None] | None = None) -> 
                 step(first)
             _fire(steps, cfg.replicas, local)
 
-    runners = max(1, cfg.threads // 3)  # each runner fires 2-3 requests at once
     threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(runners)]
     for thread in threads:
         thread.start()

@@ -7,6 +7,10 @@ How a structural operation is held open on purpose: the claim is taken before th
 its catalog (claim, TreeLock, then the work), so a test that holds an exclusive table
 lock on gm_catalog (PostgreSQL LOCK TABLE ... ACCESS EXCLUSIVE, MariaDB LOCK TABLES ... WRITE) in its
 own database makes the replica hold its claim while it waits. No test-only code in the server.
+
+Every replica notes the fence of each claim its operations run under (failpoint `claim.after_grant`,
+action `note`: it does not change the timing), so a test can tell a resumed holder's commit under its
+stolen claim (a zombie) from a commit under a claim it took again after the stealer (judge_resumed_holder).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from gravimeta.demo.state import read_api, read_sql
 from gravimeta.store.database import create_store_engine
 from tests.conftest import require_backend
 from tests.support.databases import fresh_database
+from tests.support.failpoints import Failpoints
 from tests.support.servers import ServerProcess, discard
 
 TTL_MS = 2000
@@ -68,10 +73,12 @@ class Cluster:
     def __post_init__(self) -> None:
         self.recorder = Recorder(self.history, METALAKE)
         self.engine: Engine = create_store_engine(self.db_url)
+        self.fp = Failpoints(self.tmp_path / "fp")
+        self.fp.arm("claim.after_grant", "note", once=False)  # every replica notes its claims' fences
 
     def replica(self, name: str, store_url: str | None = None, **env: str) -> tuple[ServerProcess, Replica]:
         server = ServerProcess(store_url or self.db_url, workers=1, log_path=self.tmp_path / f"{name}.log",
-                               env={**FLAG_ON, "GRAVIMETA_NODE_ID": name, **env})
+                               env={**FLAG_ON, "GRAVIMETA_NODE_ID": name, **self.fp.env(name), **env})
         self.servers.append(server)
         server.start()
         return server, Replica(server.url, name, timeout=30)
@@ -87,6 +94,11 @@ class Cluster:
         with self.engine.connect() as conn:
             return list(conn.scalars(select(scope_lease.c.scope_path).where(scope_lease.c.holder_id.like(f"{node}:%"))))
 
+    def fences(self, node: str, scope: str) -> list[int]:
+        """The fences of the claims on `scope` that replica `node`'s operations ran under, oldest first
+        (its notes at claim.after_grant: a grant given back as spent is not handed to an operation)."""
+        return [int(n["fence"]) for n in self.fp.notes("claim.after_grant", node) if n["scope"] == scope]
+
     def final_check(self, replica: Replica):
         state = CatalogState("memory", engine_note="memory catalog: no external engine")
         read_api(replica, METALAKE, CATALOG, state)
@@ -95,6 +107,7 @@ class Cluster:
 
     def stop(self) -> None:
         """End of the test: the replicas are killed (paused ones too); the database is dropped next."""
+        self.fp.clear()
         discard(*self.servers)
         self.engine.dispose()
 
@@ -137,6 +150,30 @@ def catalog_table_locked(db_url: str) -> Iterator[Callable[[], None]]:
         finally:
             conn.close()
             engine.dispose()
+
+
+def judge_resumed_holder(late: Op, holder_fences: list[int], stealer_fence: int, tables: list[str],
+                         own: str, stealers: str) -> str:
+    """What makes a resumed holder's answer safe, judged by the fence its commit carried, not by the
+    order of the answers: its claim was stolen (by the claim of fence `stealer_fence`, which created
+    table `stealers`) while it was paused, so its create of `own` either
+    - is refused, 409 FenceLost, and the store has only the stealer's table ("refused"); or
+    - committed under a claim granted AFTER the stealer's (a greater fence: on resuming it found its
+      grant spent, gave it back and claimed again once the stealer was done, scope_lease._born_spent),
+      so it is ordered after the stealer, and both tables stand ("claimed again").
+    An acknowledged commit under the stolen claim (its fence below the stealer's) is a zombie commit:
+    AssertionError. `holder_fences`: the fences of the claims its operation ran under (Cluster.fences)."""
+    if late.status == 409:
+        assert late.body is not None and late.body.get("type") == "FenceLostException", late.describe()
+        assert tables == [stealers], f"refused, yet the store has {tables}"
+        return "refused"
+    assert late.status == 200, late.describe()
+    assert holder_fences, "an acknowledged create ran under no claim"
+    fence = holder_fences[-1]
+    assert fence > stealer_fence, (f"ZOMBIE COMMIT: {late.describe()} was acknowledged under fence {fence}, the "
+                                   f"claim taken over by fence {stealer_fence}")
+    assert sorted(tables) == sorted([own, stealers]), f"claimed again and acknowledged, yet the store has {tables}"
+    return "claimed again"
 
 
 def in_background(fn: Callable[[], Op]) -> tuple[threading.Thread, list[Op]]:

@@ -1,6 +1,15 @@
 """A replica holding a claim is killed (kill -9) or paused past its lease (SIGSTOP): the claim is taken
-over within TTL + one heartbeat, later operations on that scope succeed, the paused holder's late
-commit is refused with FenceLost, and nothing acknowledged is lost."""
+over within TTL + one heartbeat, later operations on that scope succeed, the paused holder never
+commits under its stolen claim, and nothing acknowledged is lost.
+
+Where the pause lands decides the paused holder's answer, and both answers are safe. Paused while it
+waits inside its operation (the usual case here), it finds its claim lost on resuming: 409 FenceLost. Paused
+after its claim's grant committed but before its process read the fence (the catalog lock makes no
+difference there: it has not reached its reads yet), it finds the grant spent on resuming, gives it back
+and claims again, after the stealer: its create commits under a newer fence, 200. A whole-suite run saw
+that once; test_paused_claimant_order.py forces both. So the test judges the answer by the fence the
+commit carried (conftest.judge_resumed_holder), and fails on a commit under the stolen fence
+(GRAVIMETA_HA_DISABLE=no_fence: the replicas' fence guard does nothing)."""
 
 from __future__ import annotations
 
@@ -11,10 +20,12 @@ import time
 from tests.chaos.conftest import (
     CATALOG,
     HEARTBEAT_S,
+    METALAKE,
     SCHEMA,
     TTL_MS,
     catalog_table_locked,
     in_background,
+    judge_resumed_holder,
     wait_until,
 )
 
@@ -49,11 +60,12 @@ def test_claims_of_a_killed_replica_are_taken_over_within_ttl_plus_one_heartbeat
     assert sorted(state.api[SCHEMA]) == ["later2"]
 
 
-def test_a_paused_holder_loses_its_claim_and_its_late_commit_is_refused(cluster):
+def test_a_paused_holder_loses_its_claim_and_never_commits_under_it(cluster):
     _, a = cluster.replica("chaos-a")
     _, b = cluster.replica("chaos-b")
     cluster.setup_tree(b)
     server_a = cluster.servers[0]
+    scope = f"/{METALAKE}/{CATALOG}/{SCHEMA}"
     with catalog_table_locked(cluster.db_url) as release:
         thread, late = in_background(lambda: cluster.recorder.create_table(a, CATALOG, SCHEMA, "by_a"))
         wait_until("replica A claims the schema", lambda: cluster.claims_of("chaos-a"))
@@ -68,10 +80,10 @@ def test_a_paused_holder_loses_its_claim_and_its_late_commit_is_refused(cluster)
         finally:
             os.killpg(server_a.process.pid, signal.SIGCONT)
     thread.join(35)
-    assert late and late[0].status == 409, late[0].describe() if late else "no answer from the resumed replica"
-    assert late[0].body["type"] == "FenceLostException", late[0].body
+    assert late, "no answer from the resumed replica"
+    (stealer_fence,) = cluster.fences("chaos-b", scope)
     report, state = cluster.final_check(b)
     assert report.ok, report.render()
-    assert state.api[SCHEMA] == ["by_b"]  # the stealer's change stands, the zombie's is not there
+    judge_resumed_holder(late[0], cluster.fences("chaos-a", scope), stealer_fence, state.api[SCHEMA], "by_a", "by_b")
     # the resumed replica is healthy again and works on the same scope
     assert cluster.recorder.create_table(a, CATALOG, SCHEMA, "after").outcome == "ok"

@@ -3,7 +3,11 @@ mechanism so that a run can show the test fails without it.
 
 GRAVIMETA_HA_DISABLE (test-only) names one mechanism, or several separated by commas:
   naive_claim       claims check, then insert, in separate transactions, without anchor rows (test a)
-  no_fence          the fence guard does nothing (test b)
+  no_fence          the fence guard does nothing (test b; the replicas read it too, scope_lease.py)
+  no_local_deadline a lease claim is trusted, with a whole lease left, whatever its clock and renewals say:
+                    only the database's fence guard refuses a stale holder (test_steal_and_fence.py's
+                    db_only case; with no_fence, tests/chaos/test_paused_claimant_order.py's holder
+                    commits under its stolen claim: a ZOMBIE COMMIT)
   treelock_first    the coordinator takes the TreeLock before the claim (test c)
   flag_gate         the flag-off services get a claim backend anyway (test d)
   no_snapshot       EntityStore.snapshot() runs each read statement on its own: READ COMMITTED on
@@ -155,7 +159,7 @@ GRAVIMETA_HA_DISABLE (test-only) names one mechanism, or several separated by co
   jdbc_named_lock   jdbc-mysql calls and barriers take no named lock, the fence check alone
                     (connectors/jdbc/mysql.py; tests/connectors/test_jdbc_mysql_window.py: barriers
                     complete between a call's check and its DDL's effect)
-The switches read by the server itself (no_snapshot, no_row_lock, advisory_queue, no_owner_lock,
+The switches read by the server itself (no_fence, no_local_deadline, no_snapshot, no_row_lock, advisory_queue, no_owner_lock,
 tag_object_lock, statistics_row_lock, engine_fence, identity_keys, import_barrier, retire, retire_delivery,
 retire_moved, retire_lasting, connector_identity, request_buffering, response_buffering, commit_session_end,
 no_access_recheck, access_cache, no_role_lock, role_resolve_in_write, role_verify, root_fence, dropped_schema,

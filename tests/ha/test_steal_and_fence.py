@@ -50,8 +50,8 @@ def test_a_paused_holder_cannot_commit_after_its_claim_was_stolen(db_url, store,
     outcome = a.expect("")
     assert outcome.startswith("FENCELOST"), f"the paused holder committed after losing its claim: {outcome}"
     if checks == "db_only":  # refused by the locked re-read of the claim row, not by the local deadline
-        # ("expired before this change could be saved"). Without a local deadline the claim has no time
-        # left, so the re-read runs with the 1 ms floor of its bound; on a loaded MariaDB that bound can
-        # run out before the read answers ("could not be checked"): the same database-side refusal.
+        # ("expired before this change could be saved"). Without a local deadline the claim counts a whole
+        # lease left, which bounds the re-read; a bound that runs out before the read answers ("could not
+        # be checked") would be the same database-side refusal.
         assert "taken over" in outcome or "could not be checked before it ran out" in outcome, outcome
     assert [s.name for s in store.list_schemas("m", "c")] == ["by_b"]

@@ -14,6 +14,7 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gravimeta.failpoints import ENV_DIR, ENV_TAG, FAILPOINTS
 
@@ -69,6 +70,14 @@ class Failpoints:
             time.sleep(0.005)
         raise AssertionError(f"no process reached failpoint {name} (tag {tag!r}) within {timeout}s")
 
+    def notes(self, name: str, tag: str) -> list[dict[str, Any]]:
+        """What the processes tagged `tag` noted at `name` (armed with action `note`), oldest first: each
+        hit's context, with its pid and monotonic time ("at")."""
+        path = self.dir / f"{name}@{tag}.notes"
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
     def is_paused(self, reached: Reached) -> bool:
         return (self.dir / f"{reached.name}@{reached.tag}.{reached.pid}.reached").exists()
 
@@ -79,7 +88,7 @@ class Failpoints:
     def clear(self) -> None:
         """Disarm everything and release every paused process (end of a test)."""
         for path in self.dir.iterdir():
-            if not path.name.endswith(".reached"):
+            if not path.name.endswith((".reached", ".notes")):
                 path.unlink(missing_ok=True)
         for path in self.dir.glob("*.reached"):
             path.with_suffix(".resume").touch()

@@ -102,6 +102,15 @@ def test_raise_names_a_domain_error(tmp_path):
         failpoints.hit("engine.before_call")
 
 
+def test_a_noting_arming_records_each_hit_of_its_tag_and_lets_it_through(fp):
+    fp.arm("store.before_commit", "note", once=False)
+    outputs = [_child(fp, tag).communicate(timeout=30)[0].split() for tag in ("a", "a", "b")]
+    assert outputs == [["before", "after"]] * 3
+    noted = fp.notes("store.before_commit", "a")
+    assert [n["scope"] for n in noted] == ["/m/c", "/m/c"] and noted[0]["at"] < noted[1]["at"]
+    assert [n["tag"] for n in fp.notes("store.before_commit", "b")] == ["b"]
+
+
 def test_off_by_default_and_unknown_names_are_refused_when_on(tmp_path):
     failpoints.configure(directory="", tag="")
     failpoints.hit("no.such.point")  # off: not even looked at
